@@ -1,0 +1,11 @@
+"""Celery application, configured from Django settings (namespace CELERY) per the official recipe."""
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+app = Celery("knowledge")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()

@@ -1,0 +1,75 @@
+"""Environment-variable parsing that fails with a message naming the variable and the accepted values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+env = environ.Env()
+
+
+def read_dotenv(base_dir: Path) -> None:
+    """Load `.env` beside manage.py when present; real environment variables win."""
+    dotenv = base_dir / ".env"
+    if dotenv.exists():
+        environ.Env.read_env(str(dotenv), overwrite=False)
+
+
+def positive_int(name: str, default: int) -> int:
+    """Read an integer variable that must be > 0."""
+    raw = env.str(name, default=str(default))
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a positive integer, got {raw!r}.") from None
+    if value <= 0:
+        raise ImproperlyConfigured(f"{name} must be a positive integer, got {raw!r}.")
+    return value
+
+
+def positive_float(name: str, default: float) -> float:
+    """Read a float variable that must be > 0."""
+    raw = env.str(name, default=str(default))
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a positive number, got {raw!r}.") from None
+    if not value > 0:
+        raise ImproperlyConfigured(f"{name} must be a positive number, got {raw!r}.")
+    return value
+
+
+def boolean(name: str, default: bool) -> bool:
+    """Read a boolean variable; only the usual spellings are accepted."""
+    raw = env.str(name, default="true" if default else "false").strip().lower()
+    if raw in {"1", "true", "yes", "on"}:
+        return True
+    if raw in {"0", "false", "no", "off", ""}:
+        return False
+    raise ImproperlyConfigured(f"{name} must be a boolean (true/false), got {raw!r}.")
+
+
+def postgres_database(name: str, default: str) -> dict[str, object]:
+    """Parse DATABASE_URL; anything but PostgreSQL is refused (pgvector and full-text need it)."""
+    raw = env.str(name, default=default)
+    try:
+        config = environ.Env.db_url_config(raw)
+    except Exception as exc:  # django-environ raises several types for malformed URLs
+        raise ImproperlyConfigured(f"{name} is not a valid database URL: {exc}") from None
+    if config.get("ENGINE") != "django.db.backends.postgresql":
+        raise ImproperlyConfigured(
+            f"{name} must be a PostgreSQL URL (postgres://user:pass@host:port/db); "
+            f"got scheme {raw.split(':', 1)[0]!r}. "
+            "This service needs PostgreSQL with pgvector and never falls back to another database."
+        )
+    return config
+
+
+def redis_url(name: str, default: str) -> str:
+    """Read a redis:// or rediss:// URL."""
+    raw = env.str(name, default=default)
+    if not raw.startswith(("redis://", "rediss://")):
+        raise ImproperlyConfigured(f"{name} must start with redis:// or rediss://, got {raw!r}.")
+    return raw

@@ -1,0 +1,117 @@
+"""Django settings, read from the environment (django-environ); every variable is listed in .env.example."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from config import env as cfg
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+cfg.read_dotenv(BASE_DIR)
+env = cfg.env
+
+# --- Core -------------------------------------------------------------------------------------------
+DEBUG = cfg.boolean("DJANGO_DEBUG", False)
+SECRET_KEY = env.str("DJANGO_SECRET_KEY")
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
+CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "knowledge",
+    "retrieval_backends",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database (PostgreSQL + pgvector only) -----------------------------------------------------------
+DATABASES = {
+    "default": cfg.postgres_database("DATABASE_URL", "postgres://postgres:postgres@127.0.0.1:5433/knowledge"),
+}
+DATABASES["default"]["CONN_MAX_AGE"] = cfg.positive_int("DATABASE_CONN_MAX_AGE", 60)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Redis and Celery --------------------------------------------------------------------------------
+REDIS_URL = cfg.redis_url("REDIS_URL", "redis://127.0.0.1:6379/0")
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = REDIS_URL
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_TIME_LIMIT = cfg.positive_int("CELERY_TASK_TIME_LIMIT", 900)
+CELERY_TASK_SOFT_TIME_LIMIT = cfg.positive_int("CELERY_TASK_SOFT_TIME_LIMIT", 840)
+CELERY_TASK_ALWAYS_EAGER = cfg.boolean("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_RESULT_EXPIRES = 3600
+
+# --- Retrieval ---------------------------------------------------------------------------------------
+RETRIEVAL_BACKEND_NAME = env.str("KNOWLEDGE_RETRIEVAL_BACKEND", default="postgres").strip().lower()
+RETRIEVAL_BACKEND_ALIASES = {
+    "postgres": "retrieval_backends.postgres.PostgresRetrievalBackend",
+}
+RETRIEVAL_BACKEND = {
+    "BACKEND": RETRIEVAL_BACKEND_ALIASES.get(RETRIEVAL_BACKEND_NAME, RETRIEVAL_BACKEND_NAME),
+    "OPTIONS": {
+        "lane_timeout_ms": cfg.positive_int("KNOWLEDGE_LANE_TIMEOUT_MS", 2000),
+        "exact_scan_max_rows": cfg.positive_int("KNOWLEDGE_EXACT_SCAN_MAX_ROWS", 15000),
+    },
+}
+KNOWLEDGE_EMBEDDER = env.str("KNOWLEDGE_EMBEDDER", default="hashing")
+KNOWLEDGE_RRF_K = cfg.positive_int("KNOWLEDGE_RRF_K", 60)
+KNOWLEDGE_CANDIDATES_PER_LANE = cfg.positive_int("KNOWLEDGE_CANDIDATES_PER_LANE", 50)
+KNOWLEDGE_DEFAULT_LANGUAGE = env.str("KNOWLEDGE_DEFAULT_LANGUAGE", default="english")
+KNOWLEDGE_CHUNK_TOKENS = cfg.positive_int("KNOWLEDGE_CHUNK_TOKENS", 256)
+KNOWLEDGE_CHUNK_OVERLAP = cfg.positive_int("KNOWLEDGE_CHUNK_OVERLAP", 32)
+
+# --- Auth, i18n, static ------------------------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env.str("DJANGO_LOG_LEVEL", default="INFO")},
+}

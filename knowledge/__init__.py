@@ -1,0 +1,1 @@
+"""The knowledge app: tenants, connectors, principals, documents, chunks and their embeddings."""

@@ -1,0 +1,10 @@
+"""Creates the pgvector extension before any vector column exists."""
+
+from django.db import migrations
+from pgvector.django import VectorExtension
+
+
+class Migration(migrations.Migration):
+    initial = True
+    dependencies: list[tuple[str, str]] = []
+    operations = [VectorExtension()]

@@ -1,0 +1,136 @@
+"""Documents, their chunks (with denormalised search filters) and per-model chunk embeddings."""
+
+from __future__ import annotations
+
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVectorField
+from django.core.exceptions import ValidationError
+from django.db import models
+from pgvector.django import VectorField
+
+from knowledge.models.connectors import Connector
+from knowledge.models.principals import Principal
+from knowledge.models.tenancy import Environment, Tenant
+
+# Dimensions that get a partial HNSW index (see migration 0002); other dimensions are searched exactly.
+INDEXED_DIMENSIONS = (384, 768, 1024, 1536)
+
+
+class Document(models.Model):
+    """A canonical source document; its ACL and state are denormalised onto its chunks."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="documents")
+    connector = models.ForeignKey(Connector, on_delete=models.CASCADE, related_name="documents")
+    external_id = models.CharField(max_length=512)
+    title = models.CharField(max_length=500, blank=True)
+    source_url = models.URLField(max_length=2000, blank=True)
+    content = models.TextField()
+    content_hash = models.CharField(max_length=64, db_index=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    language = models.CharField(
+        max_length=32, default="english", help_text="PostgreSQL text-search configuration, e.g. english."
+    )
+    environment = models.ForeignKey(
+        Environment, null=True, blank=True, on_delete=models.PROTECT, related_name="documents"
+    )
+    is_public = models.BooleanField(default=False, help_text="Visible to everyone in the tenant.")
+    allowed_principals = models.ManyToManyField(Principal, blank=True, related_name="documents")
+    deleted_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    source_updated_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["tenant__slug", "connector__name", "external_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["connector", "external_id"], name="document_unique_external_id"),
+            models.CheckConstraint(
+                condition=models.Q(content_hash__regex=r"^[0-9a-f]{64}$"), name="document_content_hash_sha256"
+            ),
+        ]
+        indexes = [models.Index(fields=["tenant", "connector"], name="document_tenant_connector")]
+
+    def __str__(self) -> str:
+        return self.title or self.external_id
+
+    @property
+    def is_deleted(self) -> bool:
+        return self.deleted_at is not None
+
+    def clean(self) -> None:
+        errors = {}
+        if self.connector_id and self.tenant_id and self.connector.tenant_id != self.tenant_id:
+            errors["connector"] = "The connector belongs to another tenant."
+        if self.environment_id and self.tenant_id and self.environment.tenant_id != self.tenant_id:
+            errors["environment"] = "The environment belongs to another tenant."
+        if errors:
+            raise ValidationError(errors)
+
+
+class SearchFilterFields(models.Model):
+    """Denormalised copies of what search filters on; kept in step by `document_access_sync`."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    connector = models.ForeignKey(Connector, on_delete=models.CASCADE, related_name="+")
+    environment = models.ForeignKey(
+        Environment, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    is_deleted = models.BooleanField(default=False)
+    acl_tokens = ArrayField(models.CharField(max_length=40), default=list, blank=True)
+
+    class Meta:
+        abstract = True
+
+
+class Chunk(SearchFilterFields):
+    """A retrievable passage of a document with its full-text vector."""
+
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
+    chunk_index = models.PositiveIntegerField()
+    parent_index = models.PositiveIntegerField(null=True, blank=True)
+    content = models.TextField()
+    token_count = models.PositiveIntegerField(default=0)
+    language = models.CharField(max_length=32, default="english")
+    search_vector = SearchVectorField(null=True, editable=False)
+
+    class Meta:
+        ordering = ["document_id", "chunk_index"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["document", "chunk_index"], name="chunk_unique_index_per_document"
+            ),
+        ]
+        indexes = [
+            GinIndex(fields=["search_vector"], name="chunk_search_vector_gin"),
+            GinIndex(fields=["acl_tokens"], name="chunk_acl_tokens_gin"),
+            models.Index(fields=["tenant", "connector", "is_deleted"], name="chunk_filter_btree"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document_id}#{self.chunk_index}"
+
+
+class ChunkEmbedding(SearchFilterFields):
+    """One chunk's vector from one embedding model; several dimensions coexist in one table."""
+
+    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="embeddings")
+    model = models.CharField(max_length=200)
+    dimensions = models.PositiveIntegerField()
+    embedding = VectorField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["chunk", "model"], name="chunk_embedding_unique_model"),
+            models.CheckConstraint(
+                condition=models.Q(dimensions__gt=0, dimensions__lte=16000), name="chunk_embedding_dims_range"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["tenant", "dimensions", "model"], name="chunk_embedding_filter"),
+            GinIndex(fields=["acl_tokens"], name="chunk_embedding_acl_gin"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.chunk_id}:{self.model}/{self.dimensions}"

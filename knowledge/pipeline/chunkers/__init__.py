@@ -1,0 +1,1 @@
+"""Chunkers split a document into retrievable passages."""

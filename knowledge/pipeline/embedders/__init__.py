@@ -1,0 +1,1 @@
+"""Embedders turn text into fixed-length vectors."""

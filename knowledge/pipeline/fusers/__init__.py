@@ -1,0 +1,1 @@
+"""Fusers merge the ranked lists of several lanes into one ranking."""

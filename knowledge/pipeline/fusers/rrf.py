@@ -1,0 +1,34 @@
+"""Reciprocal Rank Fusion: score = Σ weight / (k + rank) over the lanes a chunk appears in."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from knowledge.pipeline.fusers.base import FusedHit, Fuser
+from retrieval_backends.types import LaneHit
+
+
+class RRFFuser(Fuser):
+    def __init__(self, k: int = 60) -> None:
+        if k <= 0:
+            raise ValueError(f"RRF k must be positive, got {k}")
+        self.k = k
+
+    def fuse(
+        self, lanes: Mapping[str, Sequence[LaneHit]], weights: Mapping[str, float] | None = None
+    ) -> list[FusedHit]:
+        scores: dict[int, float] = {}
+        ranks: dict[int, dict[str, int]] = {}
+        raw: dict[int, dict[str, float]] = {}
+        first: dict[int, LaneHit] = {}
+        for lane, hits in lanes.items():
+            weight = (weights or {}).get(lane, 1.0)
+            for rank, hit in enumerate(hits, start=1):
+                if lane in ranks.get(hit.chunk_id, {}):
+                    continue
+                scores[hit.chunk_id] = scores.get(hit.chunk_id, 0.0) + weight / (self.k + rank)
+                ranks.setdefault(hit.chunk_id, {})[lane] = rank
+                raw.setdefault(hit.chunk_id, {})[lane] = hit.score
+                first.setdefault(hit.chunk_id, hit)
+        order = sorted(scores, key=lambda cid: (-scores[cid], cid))
+        return [FusedHit(cid, scores[cid], ranks[cid], raw[cid], first[cid]) for cid in order]

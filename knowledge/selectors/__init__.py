@@ -1,0 +1,1 @@
+"""Selectors: every read of the knowledge base goes through these functions."""

@@ -1,0 +1,168 @@
+"""Hybrid search: vector and keyword lanes run concurrently, fused with RRF, verified when needed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+
+from knowledge.errors import InvalidInput
+from knowledge.pipeline.fusers.base import FusedHit
+from knowledge.pipeline.fusers.rrf import RRFFuser
+from knowledge.pipeline.registry import get_embedder
+from knowledge.selectors.verification import verify_hits
+from retrieval_backends.base import KnowledgeRetrievalBackend
+from retrieval_backends.registry import get_backend
+from retrieval_backends.types import LaneHit, SearchScope
+
+LANES = ("vector", "keyword")
+_executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="search-lane")
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One result with citation fields from PostgreSQL and the fusion inputs that ranked it."""
+
+    chunk_id: int
+    document_id: int
+    chunk_index: int
+    tenant_id: int | None
+    title: str
+    content: str
+    source_url: str
+    rrf_score: float
+    similarity: float | None
+    text_rank: float | None
+    lane_ranks: dict[str, int]
+
+
+@dataclass
+class SearchResult:
+    hits: list[SearchHit]
+    warnings: list[str] = field(default_factory=list)
+    lanes: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _VectorQuery:
+    vector: list[float]
+    dimensions: int
+    model: str | None
+
+
+def _vector_query(
+    backend: KnowledgeRetrievalBackend,
+    scope: SearchScope,
+    query_text: str | None,
+    embedding: Sequence[float] | None,
+    warnings: list[str],
+) -> _VectorQuery | None:
+    populated = backend.get_populated_embedding_dimensions(scope.tenant_id, scope.connector_ids)
+    if embedding is not None:
+        if len(embedding) not in populated:
+            raise InvalidInput(
+                f"the query vector has {len(embedding)} dimensions, but the indexed vectors have "
+                f"{', '.join(map(str, populated)) or 'none'}",
+                field="embedding",
+            )
+        return _VectorQuery(list(embedding), len(embedding), None)
+    embedder = get_embedder()
+    if embedder.dimension not in populated:
+        warnings.append(
+            f"vector lane skipped: no {embedder.dimension}-dimensional vectors are indexed "
+            f"(indexed: {', '.join(map(str, populated)) or 'none'})"
+        )
+        return None
+    assert query_text is not None
+    return _VectorQuery(embedder.embed(query_text), embedder.dimension, embedder.name)
+
+
+def _in_lane_thread(fn: Callable[[], list[LaneHit]]) -> list[LaneHit]:
+    connection.close_if_unusable_or_obsolete()
+    return fn()
+
+
+def _run_lanes(
+    backend: KnowledgeRetrievalBackend, calls: dict[str, Callable[[], list[LaneHit]]], warnings: list[str]
+) -> dict[str, list[LaneHit]]:
+    """Run lanes concurrently (sequentially inside a transaction, so they see its writes)."""
+    results: dict[str, list[LaneHit]] = {}
+    if connection.in_atomic_block or len(calls) == 1:
+        outcomes: dict[str, Any] = {}
+        for name, fn in calls.items():
+            try:
+                outcomes[name] = fn()
+            except Exception as exc:  # classified below, like the concurrent path
+                outcomes[name] = exc
+    else:
+        futures = {name: _executor.submit(_in_lane_thread, fn) for name, fn in calls.items()}
+        outcomes = {name: (f.exception() or f.result()) for name, f in futures.items()}
+    for name, outcome in outcomes.items():
+        if isinstance(outcome, BaseException):
+            if backend.is_search_timeout(outcome):
+                warnings.append(f"{name} lane timed out and was left out of the results")
+                continue
+            raise outcome
+        results[name] = outcome
+    return results
+
+
+def _to_search_hit(fused: FusedHit) -> SearchHit:
+    hit = fused.hit
+    return SearchHit(
+        chunk_id=hit.chunk_id,
+        document_id=hit.document_id,
+        chunk_index=hit.chunk_index,
+        tenant_id=hit.tenant_id,
+        title=hit.title or "",
+        content=hit.content or "",
+        source_url=hit.source_url or "",
+        rrf_score=fused.score,
+        similarity=fused.scores.get("vector"),
+        text_rank=fused.scores.get("keyword"),
+        lane_ranks=dict(fused.ranks),
+    )
+
+
+def search_chunks(
+    *,
+    scope: SearchScope,
+    query_text: str | None = None,
+    query_embedding: Sequence[float] | None = None,
+    limit: int = 10,
+    lanes: Sequence[str] = LANES,
+    rrf_k: int | None = None,
+    candidates: int | None = None,
+) -> SearchResult:
+    """Search the chunks visible in `scope`; text without a vector is embedded by the active embedder."""
+    query_text = (query_text or "").strip() or None
+    if query_text is None and query_embedding is None:
+        raise InvalidInput("give a query text, an embedding, or both", field="query")
+    backend = get_backend()
+    warnings: list[str] = []
+    if scope.sees_nothing:
+        return SearchResult(hits=[], warnings=warnings)
+    depth = max(limit, candidates or settings.KNOWLEDGE_CANDIDATES_PER_LANE)
+    calls: dict[str, Callable[[], list[LaneHit]]] = {}
+    if "vector" in lanes:
+        vq = _vector_query(backend, scope, query_text, query_embedding, warnings)
+        if vq is not None:
+            calls["vector"] = lambda: backend.vector_search(
+                scope, vq.vector, vq.dimensions, depth, model=vq.model
+            )
+    if "keyword" in lanes and query_text is not None:
+        languages = backend.get_text_search_languages(scope.tenant_id, scope.connector_ids)
+        calls["keyword"] = lambda: backend.keyword_search(scope, query_text, languages, depth)
+    lane_hits = _run_lanes(backend, calls, warnings)
+    if backend.requires_result_verification:
+        lane_hits = {name: verify_hits(scope, hits) for name, hits in lane_hits.items()}
+    fused = RRFFuser(rrf_k or settings.KNOWLEDGE_RRF_K).fuse(lane_hits)
+    return SearchResult(
+        hits=[_to_search_hit(f) for f in fused[:limit]],
+        warnings=warnings,
+        lanes={name: len(hits) for name, hits in lane_hits.items()},
+    )

@@ -1,0 +1,1 @@
+"""Services: every write to the knowledge base goes through these functions."""

@@ -1,0 +1,185 @@
+"""Document writes: idempotent upsert (chunk, embed, index), soft delete, restore, ACL changes."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from knowledge.errors import InvalidInput
+from knowledge.models import Connector, Document, Environment, Principal
+from knowledge.pipeline.chunkers.base import ChunkSource, ChunkText
+from knowledge.pipeline.registry import get_chunker, get_embedder
+from knowledge.services.access import document_access_sync, document_acl_tokens, schedule_index_sync
+from retrieval_backends.registry import get_backend
+from retrieval_backends.types import ChunkInput, EmbeddingUpdate
+
+
+@dataclass(frozen=True)
+class UpsertResult:
+    document: Document
+    created: bool
+    content_changed: bool
+    chunk_count: int
+
+
+def content_hash(content: str) -> str:
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
+def _embed_chunks(chunks: Sequence[ChunkText]) -> list[list[float]]:
+    return get_embedder().embed_batch([c.text for c in chunks])
+
+
+def _set_fields(document: Document, fields: dict[str, Any]) -> bool:
+    changed = False
+    for name, value in fields.items():
+        if getattr(document, name) != value:
+            setattr(document, name, value)
+            changed = True
+    return changed
+
+
+@transaction.atomic
+def document_chunks_replace(
+    *, document: Document, chunks: Sequence[ChunkText], vectors: Sequence[Sequence[float]], model: str
+) -> int:
+    """Replace a document's chunks and vectors in one transaction; returns the new chunk count."""
+    backend = get_backend()
+    backend.delete_document_chunks(document.pk)
+    tokens = tuple(document_acl_tokens(document=document))
+    stored = backend.insert_chunks(
+        [
+            ChunkInput(
+                document_id=document.pk,
+                chunk_index=c.index,
+                parent_index=c.parent_index,
+                content=c.text,
+                token_count=c.token_count,
+                language=document.language,
+                tenant_id=document.tenant_id,
+                connector_id=document.connector_id,
+                environment_id=document.environment_id,
+                is_deleted=document.deleted_at is not None,
+                acl_tokens=tokens,
+            )
+            for c in chunks
+        ]
+    )
+    if stored and vectors:
+        dimensions = len(vectors[0])
+        backend.index_embeddings(
+            [
+                EmbeddingUpdate(chunk_id=s.id, vector=tuple(v), model=model)
+                for s, v in zip(stored, vectors, strict=True)
+            ],
+            dimensions,
+        )
+    schedule_index_sync([document.pk])
+    return len(stored)
+
+
+def document_upsert(
+    *,
+    connector: Connector,
+    external_id: str,
+    content: str,
+    title: str = "",
+    source_url: str = "",
+    metadata: dict[str, Any] | None = None,
+    language: str | None = None,
+    environment: Environment | None = None,
+    is_public: bool = False,
+    principals: Iterable[Principal] = (),
+    source_updated_at: datetime | None = None,
+) -> UpsertResult:
+    """Create or update a document; unchanged content is neither re-chunked nor re-embedded."""
+    digest = content_hash(content)
+    existing = Document.objects.filter(connector=connector, external_id=external_id).first()
+    needs_chunks = existing is None or existing.content_hash != digest or existing.title != title
+    chunks: list[ChunkText] = []
+    vectors: list[list[float]] = []
+    if needs_chunks:
+        chunks = get_chunker().chunk(ChunkSource(title=title, content=content, metadata=metadata or {}))
+        vectors = _embed_chunks(chunks) if chunks else []
+    principal_list = list(principals)
+    foreign = [str(p) for p in principal_list if p.tenant_id != connector.tenant_id]
+    if foreign:
+        raise InvalidInput(f"principals of another tenant: {', '.join(foreign)}", field="acl")
+    with transaction.atomic():
+        document, created = Document.objects.select_for_update().get_or_create(
+            connector=connector,
+            external_id=external_id,
+            defaults={"tenant_id": connector.tenant_id, "content": content, "content_hash": digest},
+        )
+        _set_fields(
+            document,
+            {
+                "title": title,
+                "source_url": source_url,
+                "content": content,
+                "content_hash": digest,
+                "metadata": metadata or {},
+                "language": language or document.language,
+                "environment": environment or connector.environment,
+                "is_public": is_public,
+                "source_updated_at": source_updated_at,
+                "deleted_at": None,
+            },
+        )
+        document.full_clean(exclude=["allowed_principals"])
+        document.save()
+        document.allowed_principals.set(principal_list)
+        if needs_chunks:
+            count = document_chunks_replace(
+                document=document, chunks=chunks, vectors=vectors, model=get_embedder().name
+            )
+        else:
+            document_access_sync(document=document)
+            count = get_backend().count_document_chunks(document.pk)
+    return UpsertResult(document=document, created=created, content_changed=needs_chunks, chunk_count=count)
+
+
+def document_soft_delete(*, document: Document) -> Document:
+    """Hide a document from search, keeping its chunks for restore. Idempotent."""
+    if document.deleted_at is None:
+        document.deleted_at = timezone.now()
+        document.save(update_fields=["deleted_at", "updated_at"])
+    document_access_sync(document=document)
+    return document
+
+
+def document_restore(*, document: Document) -> Document:
+    """Make a soft-deleted document searchable again. Idempotent."""
+    if document.deleted_at is not None:
+        document.deleted_at = None
+        document.save(update_fields=["deleted_at", "updated_at"])
+    document_access_sync(document=document)
+    return document
+
+
+def document_set_acl(*, document: Document, is_public: bool, principals: Iterable[Principal]) -> Document:
+    """Replace a document's ACL and push it to its chunks in the same transaction."""
+    with transaction.atomic():
+        document.is_public = is_public
+        document.save(update_fields=["is_public", "updated_at"])
+        document.allowed_principals.set(list(principals))
+        document_access_sync(document=document)
+    return document
+
+
+def document_hard_delete(*, document_id: int) -> bool:
+    """Delete a document, its chunks and vectors; False when it did not exist. Idempotent."""
+    with transaction.atomic():
+        document = Document.objects.select_for_update().filter(pk=document_id).first()
+        if document is None:
+            return False
+        get_backend().delete_document_chunks(document_id)
+        document.delete()
+        schedule_index_sync([document_id])
+    return True

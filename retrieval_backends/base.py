@@ -1,0 +1,174 @@
+"""The retrieval-backend contract: every backend implements it, callers use nothing else."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from retrieval_backends.types import (
+    AccessScope,
+    ChunkInput,
+    DocumentState,
+    EmbeddingUpdate,
+    LaneHit,
+    NeighborAnchor,
+    SearchScope,
+    StoredChunk,
+)
+
+
+class BackendError(Exception):
+    """Base class of backend failures."""
+
+
+class BackendUnavailable(BackendError):
+    """A transient failure (connection refused, node down); the operation may be retried."""
+
+
+class KnowledgeRetrievalBackend:
+    """Stores chunks and their vectors and runs the search lanes.
+
+    Guarantees every implementation gives (the contract suite in tests/contract checks them):
+
+    * Every search method applies the whole scope -- tenant, connectors, ACL tokens (unless
+      `bypass_acl`), environment and soft-delete -- *inside* its query, before ranking; never by
+      trimming a top-k afterwards. A scope that `sees_nothing` returns no hits.
+    * Hits are ordered by descending score; ties keep a stable order (chunk id).
+    * Writes are idempotent: repeating one converges on the same state.
+    * PostgreSQL stays the source of truth. A backend with `requires_result_verification = True`
+      may return stale or foreign ids; callers re-check every hit against PostgreSQL.
+    """
+
+    #: True when hits come from an external index and must be re-verified against PostgreSQL.
+    requires_result_verification: bool = False
+    #: True when the backend keeps its own copy of documents that the sync hooks must update.
+    requires_index_sync: bool = False
+    #: Short name used in messages and health reports.
+    name: str = "base"
+
+    def __init__(self, **options: Any) -> None:
+        self.options = options
+
+    # --- writes -------------------------------------------------------------------------------------
+    def insert_chunks(self, chunks: Sequence[ChunkInput]) -> list[StoredChunk]:
+        """Store chunks (and their full-text vectors); returns them with ids, in input order.
+
+        :raises BackendUnavailable: on a transient failure.
+        """
+        raise NotImplementedError("subclasses of KnowledgeRetrievalBackend must provide insert_chunks()")
+
+    def index_embeddings(self, updates: Sequence[EmbeddingUpdate], dimensions: int) -> int:
+        """Upsert vectors (one per chunk and model); every vector must have `dimensions` entries.
+
+        Vectors of other dimensions already stored are left untouched. Returns the count written.
+
+        :raises ValueError: when a vector's length differs from `dimensions`.
+        """
+        raise NotImplementedError("subclasses of KnowledgeRetrievalBackend must provide index_embeddings()")
+
+    def delete_document_chunks(self, document_id: int) -> int:
+        """Delete every chunk (and vector) of a document; returns how many chunks went. Idempotent."""
+        raise NotImplementedError(
+            "subclasses of KnowledgeRetrievalBackend must provide delete_document_chunks()"
+        )
+
+    def get_document_chunks(self, document_id: int) -> list[StoredChunk]:
+        """The document's chunks in chunk-index order."""
+        raise NotImplementedError(
+            "subclasses of KnowledgeRetrievalBackend must provide get_document_chunks()"
+        )
+
+    def count_document_chunks(self, document_id: int) -> int:
+        """How many chunks the document has."""
+        raise NotImplementedError(
+            "subclasses of KnowledgeRetrievalBackend must provide count_document_chunks()"
+        )
+
+    # --- search lanes -------------------------------------------------------------------------------
+    def vector_search(
+        self,
+        scope: SearchScope,
+        query_embedding: Sequence[float],
+        dimensions: int,
+        limit: int,
+        *,
+        model: str | None = None,
+    ) -> list[LaneHit]:
+        """Nearest chunks by cosine similarity among vectors of exactly `dimensions` (and `model`).
+
+        Score is the cosine similarity. Vectors of other dimensions are never returned.
+        """
+        raise NotImplementedError("subclasses of KnowledgeRetrievalBackend must provide vector_search()")
+
+    def keyword_search(
+        self, scope: SearchScope, query_text: str, languages: Sequence[str], limit: int
+    ) -> list[LaneHit]:
+        """Full-text ranked chunks; the query is parsed with each language's configuration.
+
+        Any query term may match (OR semantics); score grows with term rarity and frequency.
+        """
+        raise NotImplementedError("subclasses of KnowledgeRetrievalBackend must provide keyword_search()")
+
+    # --- context ------------------------------------------------------------------------------------
+    def find_neighbors(
+        self, access_scope: AccessScope, anchors: Iterable[NeighborAnchor], radius: int
+    ) -> list[LaneHit]:
+        """Chunks within `radius` of each anchor in the same document (anchors excluded).
+
+        Walking away from an anchor stops at the first missing or inaccessible chunk; never crosses
+        documents. Score is 0.0.
+        """
+        raise NotImplementedError("subclasses of KnowledgeRetrievalBackend must provide find_neighbors()")
+
+    # --- diagnostics --------------------------------------------------------------------------------
+    def get_text_search_languages(self, tenant_id: int, connector_ids: Sequence[int] | None) -> list[str]:
+        """Text-search configurations used by the chunks of these connectors (all when None)."""
+        raise NotImplementedError(
+            "subclasses of KnowledgeRetrievalBackend must provide get_text_search_languages()"
+        )
+
+    def get_populated_embedding_dimensions(
+        self, tenant_id: int, connector_ids: Sequence[int] | None
+    ) -> list[int]:
+        """Dimensions for which at least one vector is stored, ascending."""
+        raise NotImplementedError(
+            "subclasses of KnowledgeRetrievalBackend must provide get_populated_embedding_dimensions()"
+        )
+
+    def has_keyword_statistics(
+        self, tenant_id: int, languages: Sequence[str], connector_ids: Sequence[int] | None
+    ) -> bool:
+        """Whether corpus statistics for true BM25 exist for these languages."""
+        raise NotImplementedError(
+            "subclasses of KnowledgeRetrievalBackend must provide has_keyword_statistics()"
+        )
+
+    def is_search_timeout(self, error: BaseException) -> bool:
+        """Whether `error` is this backend's search-timeout error (the lane is then dropped)."""
+        raise NotImplementedError("subclasses of KnowledgeRetrievalBackend must provide is_search_timeout()")
+
+    def health(self) -> None:
+        """Return quietly when the backend answers; raise BackendUnavailable otherwise."""
+        raise NotImplementedError("subclasses of KnowledgeRetrievalBackend must provide health()")
+
+    # --- sync hooks (no-ops where PostgreSQL is the index) -------------------------------------------
+    def sync_document_access(self, states: Sequence[DocumentState]) -> None:
+        """Push ACL/environment/deletion state of documents to the index. Idempotent."""
+
+    def sync_document_deletions(self, document_ids: Sequence[int]) -> None:
+        """Remove these documents from the index. Idempotent; missing ones are ignored."""
+
+
+def validate_dimensions(updates: Sequence[EmbeddingUpdate], dimensions: int) -> None:
+    """Raise ValueError when any vector's length differs from `dimensions`."""
+    if dimensions <= 0:
+        raise ValueError(f"dimensions must be positive, got {dimensions}")
+    for update in updates:
+        if len(update.vector) != dimensions:
+            raise ValueError(
+                f"chunk {update.chunk_id}: vector has {len(update.vector)} dimensions, expected {dimensions}"
+            )
+
+
+def as_mapping(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    return dict(options or {})

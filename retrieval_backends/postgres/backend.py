@@ -1,0 +1,127 @@
+"""The PostgreSQL retrieval backend: the canonical tables are the index, so hits need no verification."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from django.db import DatabaseError, connection
+from django.db.utils import OperationalError
+from psycopg import errors as pg_errors
+
+from knowledge.models import Chunk
+from retrieval_backends.base import BackendUnavailable, KnowledgeRetrievalBackend
+from retrieval_backends.postgres import keyword, neighbors, vector, writes
+from retrieval_backends.postgres.sql import CHUNK, EMBEDDING, connector_filter
+from retrieval_backends.types import (
+    AccessScope,
+    ChunkInput,
+    EmbeddingUpdate,
+    LaneHit,
+    NeighborAnchor,
+    SearchScope,
+    StoredChunk,
+)
+
+
+class PostgresRetrievalBackend(KnowledgeRetrievalBackend):
+    """pgvector + full-text search on the canonical chunk tables."""
+
+    requires_result_verification = False
+    name = "postgres"
+
+    def __init__(self, *, lane_timeout_ms: int = 2000, exact_scan_max_rows: int = 15000, **options: Any):
+        super().__init__(**options)
+        self.lane_timeout_ms = lane_timeout_ms
+        self.exact_scan_max_rows = exact_scan_max_rows
+
+    # --- writes -------------------------------------------------------------------------------------
+    def insert_chunks(self, chunks: Sequence[ChunkInput]) -> list[StoredChunk]:
+        return writes.insert_chunks(chunks)
+
+    def index_embeddings(self, updates: Sequence[EmbeddingUpdate], dimensions: int) -> int:
+        return writes.index_embeddings(updates, dimensions)
+
+    def delete_document_chunks(self, document_id: int) -> int:
+        return writes.delete_document_chunks(document_id)
+
+    def get_document_chunks(self, document_id: int) -> list[StoredChunk]:
+        return [writes.to_stored(c) for c in Chunk.objects.filter(document_id=document_id)]
+
+    def count_document_chunks(self, document_id: int) -> int:
+        return Chunk.objects.filter(document_id=document_id).count()
+
+    # --- lanes --------------------------------------------------------------------------------------
+    def vector_search(
+        self,
+        scope: SearchScope,
+        query_embedding: Sequence[float],
+        dimensions: int,
+        limit: int,
+        *,
+        model: str | None = None,
+    ) -> list[LaneHit]:
+        return vector.vector_search(
+            scope,
+            query_embedding,
+            dimensions,
+            limit,
+            model=model,
+            timeout_ms=self.lane_timeout_ms,
+            exact_scan_max_rows=self.exact_scan_max_rows,
+        )
+
+    def keyword_search(
+        self, scope: SearchScope, query_text: str, languages: Sequence[str], limit: int
+    ) -> list[LaneHit]:
+        return keyword.keyword_search(scope, query_text, languages, limit, timeout_ms=self.lane_timeout_ms)
+
+    def find_neighbors(
+        self, access_scope: AccessScope, anchors: Iterable[NeighborAnchor], radius: int
+    ) -> list[LaneHit]:
+        return neighbors.find_neighbors(access_scope, anchors, radius)
+
+    # --- diagnostics --------------------------------------------------------------------------------
+    def get_text_search_languages(self, tenant_id: int, connector_ids: Sequence[int] | None) -> list[str]:
+        where, params = connector_filter("c", connector_ids)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT DISTINCT c.language FROM {CHUNK} c WHERE c.tenant_id = %s AND {where} ORDER BY 1",
+                [tenant_id, *params],
+            )
+            return [row[0] for row in cursor.fetchall()]
+
+    def get_populated_embedding_dimensions(
+        self, tenant_id: int, connector_ids: Sequence[int] | None
+    ) -> list[int]:
+        where, params = connector_filter("e", connector_ids)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT DISTINCT e.dimensions FROM {EMBEDDING} e "
+                f"WHERE e.tenant_id = %s AND {where} ORDER BY 1",
+                [tenant_id, *params],
+            )
+            return [row[0] for row in cursor.fetchall()]
+
+    def has_keyword_statistics(
+        self, tenant_id: int, languages: Sequence[str], connector_ids: Sequence[int] | None
+    ) -> bool:
+        # True BM25 statistics are not kept yet; the lane ranks with ts_rank.
+        return False
+
+    def is_search_timeout(self, error: BaseException) -> bool:
+        cause: BaseException | None = error
+        while cause is not None:
+            if isinstance(cause, pg_errors.QueryCanceled):
+                return True
+            cause = cause.__cause__
+        return False
+
+    def health(self) -> None:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+                if cursor.fetchone() is None:
+                    raise BackendUnavailable("the pgvector extension is not installed")
+        except (OperationalError, DatabaseError) as exc:
+            raise BackendUnavailable(f"PostgreSQL is unreachable: {exc}") from exc

@@ -1,0 +1,85 @@
+"""SQL building blocks shared by the PostgreSQL lanes: scope filters and per-lane settings."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from django.db import connection, transaction
+
+from retrieval_backends.types import AccessScope, LaneHit
+
+CHUNK = "knowledge_chunk"
+EMBEDDING = "knowledge_chunkembedding"
+DOCUMENT = "knowledge_document"
+
+
+def scope_filter(alias: str, scope: AccessScope) -> tuple[str, list[Any]]:
+    """WHERE-clause fragment applying tenant, connector, environment, ACL and soft-delete filters.
+
+    The columns are the denormalised copies on chunks and embeddings, so the filter runs inside the
+    lane query, before ranking.
+    """
+    clauses = [f"{alias}.tenant_id = %s", f"NOT {alias}.is_deleted"]
+    params: list[Any] = [scope.tenant_id]
+    connector_ids = getattr(scope, "connector_ids", None)
+    if connector_ids is not None:
+        clauses.append(f"{alias}.connector_id = ANY(%s)")
+        params.append(list(connector_ids))
+    if scope.environment_id is not None:
+        clauses.append(f"({alias}.environment_id IS NULL OR {alias}.environment_id = %s)")
+        params.append(scope.environment_id)
+    if not scope.bypass_acl:
+        clauses.append(f"{alias}.acl_tokens && %s::varchar[]")
+        params.append(sorted(scope.principal_tokens))
+    return " AND ".join(clauses), params
+
+
+def connector_filter(alias: str, connector_ids: Sequence[int] | None) -> tuple[str, list[Any]]:
+    if connector_ids is None:
+        return "TRUE", []
+    return f"{alias}.connector_id = ANY(%s)", [list(connector_ids)]
+
+
+@contextmanager
+def lane_settings(timeout_ms: int, **gucs: str | int) -> Iterator[Any]:
+    """A transaction (or savepoint) whose statements run under a timeout and local settings.
+
+    Settings are transaction-local, and restored on exit so an enclosing transaction is unaffected.
+    """
+    names = ["statement_timeout", *gucs]
+    values = [str(timeout_ms), *(str(v) for v in gucs.values())]
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT name, current_setting(name) FROM unnest(%s::text[]) AS name", [names])
+        previous = cursor.fetchall()
+        cursor.execute(
+            "SELECT set_config(n, v, true) FROM unnest(%s::text[], %s::text[]) AS s(n, v)", [names, values]
+        )
+        yield cursor
+        cursor.execute(
+            "SELECT set_config(n, v, true) FROM unnest(%s::text[], %s::text[]) AS s(n, v)",
+            [[n for n, _ in previous], [v for _, v in previous]],
+        )
+
+
+def vector_literal(values: Sequence[float]) -> str:
+    """pgvector's text form of a vector."""
+    return "[" + ",".join(repr(float(v)) for v in values) + "]"
+
+
+def rows_to_hits(rows: Sequence[Sequence[Any]]) -> list[LaneHit]:
+    """Rows of (chunk id, document id, chunk index, score, content, title, url, tenant id) as hits."""
+    return [
+        LaneHit(
+            chunk_id=r[0],
+            document_id=r[1],
+            chunk_index=r[2],
+            score=float(r[3]),
+            content=r[4],
+            title=r[5],
+            source_url=r[6],
+            tenant_id=r[7],
+        )
+        for r in rows
+    ]

@@ -1,0 +1,110 @@
+"""Frozen value objects exchanged between callers and retrieval backends."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+PUBLIC_TOKEN = "public"
+
+
+@dataclass(frozen=True, kw_only=True)
+class AccessScope:
+    """Who is asking, and where: every lane applies it inside its query.
+
+    A scope with no principal tokens and no bypass sees nothing (fail closed).
+    `environment_id=None` means every environment; otherwise documents of that environment plus
+    documents with no environment.
+    """
+
+    tenant_id: int
+    principal_tokens: frozenset[str] = frozenset()
+    bypass_acl: bool = False
+    environment_id: int | None = None
+
+    @property
+    def sees_nothing(self) -> bool:
+        return not self.bypass_acl and not self.principal_tokens
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchScope(AccessScope):
+    """An access scope narrowed to some connectors (`None` means all of the tenant's connectors)."""
+
+    connector_ids: tuple[int, ...] | None = None
+
+    @property
+    def sees_nothing(self) -> bool:
+        return super().sees_nothing or self.connector_ids == ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChunkInput:
+    """A chunk to store, with the denormalised filter fields of its document."""
+
+    document_id: int
+    chunk_index: int
+    content: str
+    tenant_id: int
+    connector_id: int
+    language: str = "english"
+    parent_index: int | None = None
+    token_count: int = 0
+    environment_id: int | None = None
+    is_deleted: bool = False
+    acl_tokens: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoredChunk:
+    """A chunk as stored by a backend."""
+
+    id: int
+    document_id: int
+    chunk_index: int
+    content: str
+    parent_index: int | None = None
+    token_count: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class EmbeddingUpdate:
+    """A vector for one chunk from one embedding model."""
+
+    chunk_id: int
+    vector: tuple[float, ...]
+    model: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class LaneHit:
+    """One ranked hit of one lane. External backends fill only ids, index and score."""
+
+    chunk_id: int
+    document_id: int
+    chunk_index: int
+    score: float
+    content: str | None = None
+    title: str | None = None
+    source_url: str | None = None
+    tenant_id: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class NeighborAnchor:
+    """A hit around which neighbouring chunks are wanted."""
+
+    document_id: int
+    chunk_index: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class DocumentState:
+    """What an external index must mirror about a document (ACL, environment, deletion)."""
+
+    document_id: int
+    tenant_id: int
+    connector_id: int
+    environment_id: int | None
+    acl_tokens: tuple[str, ...]
+    is_deleted: bool
+    extra: dict[str, object] = field(default_factory=dict)
