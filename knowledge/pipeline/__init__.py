@@ -1,1 +1,1 @@
-"""The retrieval pipeline's swappable layers: embedder, chunker, indexer (backend), fuser, reranker, compressor."""
+"""Swappable retrieval layers: embedder, chunker, indexer (backend), fuser, reranker, compressor."""

@@ -1,0 +1,106 @@
+"""Loads a small demo knowledge base: two tenants, connectors, principals, ACL'd documents, environments."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from knowledge.models import Connector, Environment, Principal, Tenant
+from knowledge.services.documents import document_upsert
+
+DOCS: dict[str, list[dict[str, Any]]] = {
+    "primary": [
+        {
+            "id": "handbook/vacation",
+            "title": "Vacation policy",
+            "content": "# Vacation policy\nEmployees get 25 days of paid vacation per year.\n\n"
+            "## Carry-over\nUp to five unused days carry over to the next year.",
+            "public": True,
+        },
+        {
+            "id": "eng/oncall",
+            "title": "On-call runbook",
+            "content": "# On-call\nThe on-call engineer answers pages within 15 minutes.\n\n"
+            "## Escalation\nEscalate database outages to the platform team lead.",
+            "groups": ["engineering"],
+            "env": "production",
+        },
+        {
+            "id": "eng/staging-db",
+            "title": "Staging database credentials rotation",
+            "content": "Staging database passwords rotate every Monday at 09:00 UTC.",
+            "groups": ["engineering"],
+            "env": "staging",
+        },
+        {
+            "id": "hr/salaries",
+            "title": "Salary bands 2026",
+            "content": "Salary bands are reviewed every January by the HR committee.",
+            "users": ["hana@example.com"],
+        },
+    ],
+    "acme": [
+        {
+            "id": "handbook/vacation",
+            "title": "Acme leave rules",
+            "content": "Acme staff receive 30 days of leave; requests go through the leave portal.",
+            "public": True,
+        },
+        {
+            "id": "sales/pricing",
+            "title": "Pricing playbook",
+            "content": "Enterprise discounts above 20% need approval from the sales director.",
+            "groups": ["sales"],
+        },
+    ],
+}
+PEOPLE = {
+    "primary": {"engineering": ["erin@example.com", "eli@example.com"], "hr": ["hana@example.com"]},
+    "acme": {"sales": ["sam@acme.example"]},
+}
+
+
+class Command(BaseCommand):
+    help = "Load the demo knowledge base (idempotent: re-running changes nothing)."
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        for slug, docs in DOCS.items():
+            with transaction.atomic():
+                count = self._seed_tenant(slug, docs)
+            self.stdout.write(f"tenant {slug}: {count} documents")
+
+    def _seed_tenant(self, slug: str, docs: list[dict[str, Any]]) -> int:
+        tenant, _ = Tenant.objects.get_or_create(slug=slug, defaults={"name": slug.title()})
+        envs = {
+            s: Environment.objects.get_or_create(tenant=tenant, slug=s, defaults={"name": s.title()})[0]
+            for s in ("production", "staging")
+        }
+        connector, _ = Connector.objects.get_or_create(tenant=tenant, name="api", defaults={"kind": "api"})
+        Connector.objects.get_or_create(
+            tenant=tenant,
+            name="handbook-folder",
+            defaults={"kind": "filesystem", "config": {"path": "/srv/handbook"}, "enabled": False},
+        )
+        principals: dict[str, Principal] = {}
+        for group_name, members in PEOPLE[slug].items():
+            group, _ = Principal.objects.get_or_create(
+                tenant=tenant, kind="group", external_id=group_name, defaults={"display_name": group_name}
+            )
+            principals[group_name] = group
+            for email in members:
+                user, _ = Principal.objects.get_or_create(tenant=tenant, kind="user", external_id=email)
+                user.groups.add(group)
+                principals[email] = user
+        for doc in docs:
+            document_upsert(
+                connector=connector,
+                external_id=doc["id"],
+                title=doc["title"],
+                content=doc["content"],
+                is_public=doc.get("public", False),
+                environment=envs.get(doc.get("env", "")),
+                principals=[principals[p] for p in doc.get("groups", []) + doc.get("users", [])],
+            )
+        return len(docs)
