@@ -79,7 +79,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_RESULT_EXPIRES = 3600
 
 # --- Retrieval ---------------------------------------------------------------------------------------
-RETRIEVAL_BACKEND_NAME = env.str("KNOWLEDGE_RETRIEVAL_BACKEND", default="postgres").strip().lower()
+RETRIEVAL_BACKEND_NAME = env.str("KNOWLEDGE_RETRIEVAL_BACKEND", default="postgres").strip()
 RETRIEVAL_BACKEND_ALIASES = {
     "postgres": "retrieval_backends.postgres.PostgresRetrievalBackend",
 }

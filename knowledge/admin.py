@@ -53,7 +53,7 @@ class PrincipalAdmin(admin.ModelAdmin):
 
 class ChunkInline(admin.TabularInline):
     model = Chunk
-    fields = ["chunk_index", "parent_index", "token_count", "content", "acl_tokens", "is_deleted"]
+    fields = ("chunk_index", "parent_index", "token_count", "content", "acl_tokens", "is_deleted")
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -125,7 +125,16 @@ class ChunkEmbeddingAdmin(admin.ModelAdmin):
     list_display = ["chunk", "model", "dimensions", "tenant", "is_deleted", "created_at"]
     list_filter = ["model", "dimensions", "tenant"]
     exclude = ["embedding"]
-    readonly_fields = ["chunk", "model", "dimensions", "tenant", "connector", "environment", "is_deleted", "acl_tokens"]
+    readonly_fields = [
+        "chunk",
+        "model",
+        "dimensions",
+        "tenant",
+        "connector",
+        "environment",
+        "is_deleted",
+        "acl_tokens",
+    ]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -95,7 +95,7 @@ class Connector(models.Model):
                 errors["config"] = f"unknown keys for a {self.kind} connector: {sorted(unknown)}"
             for key, message in validator(self.config).items():
                 errors.setdefault("config", f"{key}: {message}")
-        if self.environment_id and self.tenant_id and self.environment.tenant_id != self.tenant_id:
+        if self.environment is not None and self.tenant_id and self.environment.tenant_id != self.tenant_id:
             errors["environment"] = "The environment belongs to another tenant."
         if self.sync_interval is not None and self.sync_interval < timedelta(minutes=1):
             errors["sync_interval"] = "Must be at least one minute."

@@ -62,7 +62,7 @@ class Document(models.Model):
         errors = {}
         if self.connector_id and self.tenant_id and self.connector.tenant_id != self.tenant_id:
             errors["connector"] = "The connector belongs to another tenant."
-        if self.environment_id and self.tenant_id and self.environment.tenant_id != self.tenant_id:
+        if self.environment is not None and self.tenant_id and self.environment.tenant_id != self.tenant_id:
             errors["environment"] = "The environment belongs to another tenant."
         if errors:
             raise ValidationError(errors)

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Creates .venv, installs the project and its dev tools, and writes .env with a fresh secret key.
+# Idempotent: re-installs only when pyproject.toml changed.
+set -euo pipefail
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO"
+PYTHON="${PYTHON:-python3}"
+
+if [ ! -x .venv/bin/python ]; then
+  if ! "$PYTHON" -m venv .venv 2>/dev/null; then
+    echo "[bootstrap] python3-venv missing; installing it from Debian"
+    rm -rf .venv
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+    "$PYTHON" -m venv .venv
+  fi
+fi
+stamp=".venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)"
+if [ ! -f "$stamp" ]; then
+  echo "[bootstrap] installing the project into .venv"
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q -e '.[dev]'
+  rm -f .venv/.installed-*
+  touch "$stamp"
+fi
+if [ ! -f .env ]; then
+  secret="$(.venv/bin/python -c 'import secrets; print(secrets.token_urlsafe(48))')"
+  sed "s|^DJANGO_SECRET_KEY=.*|DJANGO_SECRET_KEY=$secret|" .env.example > .env
+  echo "[bootstrap] wrote .env (edit it to point at your own PostgreSQL/Redis)"
+fi

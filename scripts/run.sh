@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# `make run`: set up everything, load the demo, start a Celery worker and the Django server.
+# Safe to re-run: services, migrations, the admin user and the demo data are all idempotent.
+set -euo pipefail
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO"
+START=$(date +%s)
+scripts/bootstrap.sh
+scripts/services.sh up core
+PY=.venv/bin/python
+$PY manage.py migrate --no-input -v 0
+$PY manage.py seed_demo
+LOGIN="$($PY manage.py ensure_admin --password-file .services/admin-password)"
+
+mkdir -p .services/celery
+if [ -f .services/celery/worker.pid ] && kill -0 "$(cat .services/celery/worker.pid)" 2>/dev/null; then
+  kill "$(cat .services/celery/worker.pid)" || true
+  for _ in $(seq 1 50); do kill -0 "$(cat .services/celery/worker.pid)" 2>/dev/null || break; sleep 0.2; done
+fi
+.venv/bin/celery -A config worker --loglevel=INFO --concurrency=2 \
+  --pidfile=.services/celery/worker.pid --logfile=.services/celery/worker.log --detach
+
+HOST="${RUN_HOST:-127.0.0.1}"; PORT="${RUN_PORT:-8000}"
+cat <<MSG
+
+  Knowledge base is up (set-up took $(( $(date +%s) - START )) s).
+    Admin:          http://$HOST:$PORT/admin/
+    $LOGIN
+    Celery worker:  log in .services/celery/worker.log
+  Stop the server with Ctrl-C; \`make stop\` also stops the worker and the services.
+
+MSG
+exec $PY manage.py runserver "$HOST:$PORT" --noreload

@@ -1,0 +1,19 @@
+"""Shared fixtures: the real PostgreSQL (pytest-django test database) and pipeline resets."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from knowledge.pipeline.registry import reset_pipeline
+from retrieval_backends.registry import reset_backend
+
+
+@pytest.fixture(autouse=True)
+def _fresh_registries() -> Iterator[None]:
+    reset_backend()
+    reset_pipeline()
+    yield
+    reset_backend()
+    reset_pipeline()
