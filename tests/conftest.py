@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from knowledge.pipeline.registry import reset_pipeline
+from knowledge.selectors.search import close_lane_connections
 from retrieval_backends.registry import reset_backend
 
 
@@ -17,3 +18,10 @@ def _fresh_registries() -> Iterator[None]:
     yield
     reset_backend()
     reset_pipeline()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _close_lane_connections(django_db_setup: None) -> Iterator[None]:
+    """Search lanes keep connections in pool threads; close them before the test database is dropped."""
+    yield
+    close_lane_connections()

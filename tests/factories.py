@@ -5,12 +5,12 @@ from __future__ import annotations
 import hashlib
 
 import factory
-from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 
 from knowledge.models import Chunk, ChunkEmbedding, Connector, Document, Environment, Principal, Tenant
 
 
-class TenantFactory(factory.django.DjangoModelFactory):
+class TenantFactory(factory.django.DjangoModelFactory[Tenant]):
     class Meta:
         model = Tenant
         django_get_or_create = ("slug",)
@@ -19,7 +19,7 @@ class TenantFactory(factory.django.DjangoModelFactory):
     name = factory.LazyAttribute(lambda o: o.slug.title())
 
 
-class EnvironmentFactory(factory.django.DjangoModelFactory):
+class EnvironmentFactory(factory.django.DjangoModelFactory[Environment]):
     class Meta:
         model = Environment
 
@@ -28,7 +28,7 @@ class EnvironmentFactory(factory.django.DjangoModelFactory):
     name = factory.LazyAttribute(lambda o: o.slug.title())
 
 
-class ConnectorFactory(factory.django.DjangoModelFactory):
+class ConnectorFactory(factory.django.DjangoModelFactory[Connector]):
     class Meta:
         model = Connector
 
@@ -38,7 +38,7 @@ class ConnectorFactory(factory.django.DjangoModelFactory):
     config: dict[str, object] = {}
 
 
-class PrincipalFactory(factory.django.DjangoModelFactory):
+class PrincipalFactory(factory.django.DjangoModelFactory[Principal]):
     class Meta:
         model = Principal
 
@@ -52,7 +52,7 @@ class GroupFactory(PrincipalFactory):
     external_id = factory.Sequence(lambda n: f"group-{n}")
 
 
-class DocumentFactory(factory.django.DjangoModelFactory):
+class DocumentFactory(factory.django.DjangoModelFactory[Document]):
     class Meta:
         model = Document
 
@@ -64,7 +64,7 @@ class DocumentFactory(factory.django.DjangoModelFactory):
     content_hash = factory.LazyAttribute(lambda o: hashlib.sha256(o.content.encode()).hexdigest())
 
 
-class ChunkFactory(factory.django.DjangoModelFactory):
+class ChunkFactory(factory.django.DjangoModelFactory[Chunk]):
     class Meta:
         model = Chunk
 
@@ -77,7 +77,7 @@ class ChunkFactory(factory.django.DjangoModelFactory):
     acl_tokens = factory.LazyFunction(lambda: ["public"])
 
 
-class ChunkEmbeddingFactory(factory.django.DjangoModelFactory):
+class ChunkEmbeddingFactory(factory.django.DjangoModelFactory[ChunkEmbedding]):
     class Meta:
         model = ChunkEmbedding
 
@@ -90,9 +90,9 @@ class ChunkEmbeddingFactory(factory.django.DjangoModelFactory):
     acl_tokens = factory.LazyAttribute(lambda o: o.chunk.acl_tokens)
 
 
-class UserFactory(factory.django.DjangoModelFactory):
+class UserFactory(factory.django.DjangoModelFactory[User]):
     class Meta:
-        model = get_user_model()
+        model = User
         django_get_or_create = ("username",)
 
     username = factory.Sequence(lambda n: f"staff{n}")

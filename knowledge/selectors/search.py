@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -20,7 +21,8 @@ from retrieval_backends.registry import get_backend
 from retrieval_backends.types import LaneHit, SearchScope
 
 LANES = ("vector", "keyword")
-_executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="search-lane")
+LANE_THREADS = 4
+_executor = ThreadPoolExecutor(max_workers=LANE_THREADS, thread_name_prefix="search-lane")
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,18 @@ def _vector_query(
 def _in_lane_thread(fn: Callable[[], list[LaneHit]]) -> list[LaneHit]:
     connection.close_if_unusable_or_obsolete()
     return fn()
+
+
+def close_lane_connections() -> None:
+    """Close the database connection each lane thread keeps (before dropping a database, at shutdown)."""
+    barrier = threading.Barrier(LANE_THREADS, timeout=10)
+
+    def close() -> None:
+        barrier.wait()  # every pool thread takes exactly one of these calls
+        connection.close()
+
+    for future in [_executor.submit(close) for _ in range(LANE_THREADS)]:
+        future.result()
 
 
 def _run_lanes(

@@ -19,8 +19,8 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def indexed_document():  # type: ignore[no-untyped-def]
-    connector = ConnectorFactory()
-    user = PrincipalFactory(tenant=connector.tenant)
+    connector = ConnectorFactory.create()
+    user = PrincipalFactory.create(tenant=connector.tenant)
     result = document_upsert(
         connector=connector,
         external_id="d",
@@ -53,14 +53,14 @@ def test_upsert_writes_user_tokens_to_chunks_and_embeddings(indexed_document) ->
 
 def test_acl_change_reaches_every_chunk_and_vector(indexed_document) -> None:  # type: ignore[no-untyped-def]
     document, user = indexed_document
-    group = GroupFactory(tenant=document.tenant)
+    group = GroupFactory.create(tenant=document.tenant)
     document_set_acl(document=document, is_public=True, principals=[group])
     assert _tokens(document.pk) == {tuple(sorted(["public", f"g:{group.pk}"]))}
 
 
 def test_environment_change_is_synced(indexed_document) -> None:  # type: ignore[no-untyped-def]
     document, _ = indexed_document
-    env = EnvironmentFactory(tenant=document.tenant)
+    env = EnvironmentFactory.create(tenant=document.tenant)
     document.environment = env
     document.save()
     assert document_access_sync(document=document) > 0

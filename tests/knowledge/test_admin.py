@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db.models import Model
 from django.test import Client
 from django.urls import reverse
 
@@ -17,9 +18,9 @@ MODELS = [Tenant, Environment, Connector, Principal, Document, Chunk, ChunkEmbed
 
 @pytest.fixture
 def objects() -> dict[type, int]:
-    connector = ConnectorFactory()
-    EnvironmentFactory(tenant=connector.tenant)
-    user = PrincipalFactory(tenant=connector.tenant)
+    connector = ConnectorFactory.create()
+    EnvironmentFactory.create(tenant=connector.tenant)
+    user = PrincipalFactory.create(tenant=connector.tenant)
     doc = document_upsert(
         connector=connector, external_id="x", title="X", content="hello", principals=[user]
     ).document
@@ -35,13 +36,13 @@ def objects() -> dict[type, int]:
     }
 
 
-def _url(model: type, view: str, *args: int) -> str:
+def _url(model: type[Model], view: str, *args: int) -> str:
     return reverse(f"admin:knowledge_{model._meta.model_name}_{view}", args=args)
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
 def test_staff_sees_changelist_and_change_form(client: Client, objects: dict[type, int], model: type) -> None:
-    client.force_login(UserFactory())
+    client.force_login(UserFactory.create())
     assert client.get(_url(model, "changelist")).status_code == 200
     assert client.get(_url(model, "change", objects[model])).status_code == 200
 
@@ -60,7 +61,7 @@ def test_anonymous_is_sent_to_login(client: Client) -> None:
 
 
 def test_soft_deleted_filter_and_restore_action(client: Client, objects: dict[type, int]) -> None:
-    client.force_login(UserFactory())
+    client.force_login(UserFactory.create())
     doc_id = objects[Document]
     url = _url(Document, "changelist")
     client.post(url, {"action": "soft_delete", "_selected_action": [doc_id]})
@@ -75,9 +76,9 @@ def test_soft_deleted_filter_and_restore_action(client: Client, objects: dict[ty
 
 
 def test_editing_acl_in_admin_updates_chunk_tokens(client: Client, objects: dict[type, int]) -> None:
-    client.force_login(UserFactory())
+    client.force_login(UserFactory.create())
     doc = Document.objects.get(pk=objects[Document])
-    other = PrincipalFactory(tenant=doc.tenant)
+    other = PrincipalFactory.create(tenant=doc.tenant)
     data = {
         "tenant": doc.tenant_id,
         "connector": doc.connector_id,
@@ -103,7 +104,7 @@ def test_editing_acl_in_admin_updates_chunk_tokens(client: Client, objects: dict
 
 
 def test_connector_form_shows_config_errors(client: Client) -> None:
-    client.force_login(UserFactory())
+    client.force_login(UserFactory.create())
     tenant = Tenant.objects.get(slug="primary")
     response = client.post(
         _url(Connector, "add"),

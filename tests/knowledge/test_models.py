@@ -24,39 +24,39 @@ def test_primary_tenant_exists_after_migrations() -> None:
 
 
 def test_document_external_id_unique_per_connector_not_globally() -> None:
-    doc = DocumentFactory(external_id="same")
-    DocumentFactory(external_id="same")  # another connector: fine
+    doc = DocumentFactory.create(external_id="same")
+    DocumentFactory.create(external_id="same")  # another connector: fine
     with pytest.raises(IntegrityError), transaction.atomic():
-        DocumentFactory(external_id="same", connector=doc.connector)
+        DocumentFactory.create(external_id="same", connector=doc.connector)
 
 
 def test_chunk_index_unique_per_document() -> None:
-    chunk = ChunkFactory(chunk_index=0)
+    chunk = ChunkFactory.create(chunk_index=0)
     with pytest.raises(IntegrityError), transaction.atomic():
-        ChunkFactory(chunk_index=0, document=chunk.document)
+        ChunkFactory.create(chunk_index=0, document=chunk.document)
 
 
 def test_content_hash_must_be_sha256_hex() -> None:
     with pytest.raises(IntegrityError), transaction.atomic():
-        DocumentFactory(content_hash="not-a-hash")
+        DocumentFactory.create(content_hash="not-a-hash")
 
 
 def test_environment_slug_unique_per_tenant() -> None:
-    env = EnvironmentFactory(slug="prod")
-    EnvironmentFactory(slug="prod")
+    env = EnvironmentFactory.create(slug="prod")
+    EnvironmentFactory.create(slug="prod")
     with pytest.raises(IntegrityError), transaction.atomic():
-        EnvironmentFactory(slug="prod", tenant=env.tenant)
+        EnvironmentFactory.create(slug="prod", tenant=env.tenant)
 
 
 def test_principal_unique_per_tenant_kind_and_id() -> None:
-    p = PrincipalFactory(external_id="a@example.com")
+    p = PrincipalFactory.create(external_id="a@example.com")
     with pytest.raises(IntegrityError), transaction.atomic():
-        PrincipalFactory(external_id="a@example.com", tenant=p.tenant)
+        PrincipalFactory.create(external_id="a@example.com", tenant=p.tenant)
 
 
 def test_user_principal_needs_an_email() -> None:
     with pytest.raises(ValidationError, match="e-mail"):
-        PrincipalFactory.build(external_id="not-an-email", tenant=TenantFactory()).full_clean()
+        PrincipalFactory.build(external_id="not-an-email", tenant=TenantFactory.create()).full_clean()
 
 
 @pytest.mark.parametrize(
@@ -72,25 +72,25 @@ def test_user_principal_needs_an_email() -> None:
     ],
 )
 def test_connector_config_is_validated(kind: str, config: dict[str, object], message: str) -> None:
-    connector = Connector(tenant=TenantFactory(), name="c", kind=kind, config=config)
+    connector = Connector(tenant=TenantFactory.create(), name="c", kind=kind, config=config)
     with pytest.raises(ValidationError, match=message):
         connector.full_clean()
 
 
 def test_valid_connector_configs_pass() -> None:
-    tenant = TenantFactory()
+    tenant = TenantFactory.create()
     Connector(tenant=tenant, name="fs", kind="filesystem", config={"path": "/srv/docs"}).full_clean()
     Connector(tenant=tenant, name="web", kind="web", config={"urls": ["https://example.com"]}).full_clean()
 
 
 def test_connector_kind_constraint_in_database() -> None:
     with pytest.raises(IntegrityError), transaction.atomic():
-        ConnectorFactory(kind="ftp")
+        ConnectorFactory.create(kind="ftp")
 
 
 def test_cross_tenant_environment_rejected() -> None:
-    connector = ConnectorFactory()
-    foreign_env = EnvironmentFactory()
+    connector = ConnectorFactory.create()
+    foreign_env = EnvironmentFactory.create()
     connector.environment = foreign_env
     with pytest.raises(ValidationError, match="another tenant"):
         connector.full_clean()

@@ -1,0 +1,43 @@
+"""Test backends: a forging external index and lanes that time out or fail, on top of the real one."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from django.db import connection, transaction
+
+from retrieval_backends.postgres import PostgresRetrievalBackend
+from retrieval_backends.types import LaneHit, SearchScope
+
+
+class ForgingBackend(PostgresRetrievalBackend):
+    """Pretends to be an external index that returns whatever `forged` holds, ignoring the scope."""
+
+    requires_result_verification = True
+    forged: ClassVar[list[LaneHit]] = []
+
+    def vector_search(self, scope: SearchScope, *args: Any, **kwargs: Any) -> list[LaneHit]:
+        return list(self.forged)
+
+    def keyword_search(self, scope: SearchScope, *args: Any, **kwargs: Any) -> list[LaneHit]:
+        return list(self.forged)
+
+
+class SlowKeywordBackend(PostgresRetrievalBackend):
+    """The keyword lane hits PostgreSQL's statement timeout for real."""
+
+    def keyword_search(
+        self, scope: SearchScope, query_text: str, languages: Sequence[str], limit: int
+    ) -> list[LaneHit]:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SET LOCAL statement_timeout = 10")
+            cursor.execute("SELECT pg_sleep(1)")
+        return []
+
+
+class BrokenKeywordBackend(PostgresRetrievalBackend):
+    def keyword_search(
+        self, scope: SearchScope, query_text: str, languages: Sequence[str], limit: int
+    ) -> list[LaneHit]:
+        raise RuntimeError("keyword lane exploded")

@@ -1,0 +1,164 @@
+"""Hybrid search: embedding, concurrent lanes, RRF, timeouts, dimension checks, canonical verification."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from django.test import override_settings
+
+from knowledge.errors import InvalidInput
+from knowledge.models import Chunk
+from knowledge.selectors.search import search_chunks
+from knowledge.services.documents import document_soft_delete, document_upsert
+from retrieval_backends.registry import reset_backend
+from retrieval_backends.types import LaneHit, SearchScope
+from tests.factories import ConnectorFactory, PrincipalFactory
+from tests.knowledge.fake_backends import ForgingBackend
+
+BACKENDS = "tests.knowledge.fake_backends"
+
+
+def backend_settings(path: str):  # type: ignore[no-untyped-def]
+    return override_settings(RETRIEVAL_BACKEND={"BACKEND": path, "OPTIONS": {}})
+
+
+@pytest.fixture
+def kb(db):  # type: ignore[no-untyped-def]
+    connector = ConnectorFactory.create()
+    docs = {
+        "cats": "Cats are small carnivorous mammals that purr and hunt mice.",
+        "dogs": "Dogs are loyal companions that bark and fetch sticks.",
+        "ships": "Container ships carry freight across the ocean.",
+    }
+    out = {
+        key: document_upsert(connector=connector, external_id=key, title=key, content=text, is_public=True)
+        for key, text in docs.items()
+    }
+    scope = SearchScope(tenant_id=connector.tenant_id, principal_tokens=frozenset({"public"}))
+    return connector, {k: r.document for k, r in out.items()}, scope
+
+
+def test_text_query_is_embedded_and_both_lanes_fused(kb) -> None:  # type: ignore[no-untyped-def]
+    _, docs, scope = kb
+    result = search_chunks(scope=scope, query_text="cats purr", limit=3)
+    top = result.hits[0]
+    assert top.document_id == docs["cats"].pk
+    assert top.lane_ranks == {"vector": 1, "keyword": 1}
+    assert top.rrf_score == pytest.approx(2 / 61)
+    assert top.similarity is not None and top.text_rank is not None
+    assert result.warnings == []
+
+
+def test_rrf_k_is_configurable(kb) -> None:  # type: ignore[no-untyped-def]
+    _, _, scope = kb
+    assert search_chunks(scope=scope, query_text="cats purr", rrf_k=10).hits[0].rrf_score == pytest.approx(
+        2 / 11
+    )
+
+
+def test_caller_vector_of_unknown_dimension_is_refused_with_the_known_ones(kb) -> None:  # type: ignore[no-untyped-def]
+    _, _, scope = kb
+    with pytest.raises(InvalidInput, match="has 3 dimensions, but the indexed vectors have 384"):
+        search_chunks(scope=scope, query_embedding=[0.1, 0.2, 0.3])
+
+
+def test_caller_vector_only(kb) -> None:  # type: ignore[no-untyped-def]
+    from knowledge.pipeline.registry import get_embedder
+
+    _, docs, scope = kb
+    vector = get_embedder().embed("Container ships carry freight across the ocean.")
+    result = search_chunks(scope=scope, query_embedding=vector, limit=1)
+    assert result.hits[0].document_id == docs["ships"].pk
+    assert result.hits[0].text_rank is None
+
+
+def test_empty_query_is_refused(kb) -> None:  # type: ignore[no-untyped-def]
+    _, _, scope = kb
+    with pytest.raises(InvalidInput, match="query text, an embedding"):
+        search_chunks(scope=scope, query_text="   ")
+
+
+def test_fail_closed_scope_returns_nothing(kb) -> None:  # type: ignore[no-untyped-def]
+    _, _, scope = kb
+    assert search_chunks(scope=replace(scope, principal_tokens=frozenset()), query_text="cats").hits == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_lanes_run_concurrently_outside_transactions() -> None:
+    connector = ConnectorFactory.create()
+    user = PrincipalFactory.create(tenant=connector.tenant)
+    document_upsert(
+        connector=connector, external_id="a", content="private ocean freight notes", principals=[user]
+    )
+    scope = SearchScope(tenant_id=connector.tenant_id, principal_tokens=frozenset({user.acl_token}))
+    result = search_chunks(scope=scope, query_text="ocean freight")
+    assert [h.lane_ranks for h in result.hits] == [{"vector": 1, "keyword": 1}]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_timed_out_lane_is_dropped_with_a_warning() -> None:
+    connector = ConnectorFactory.create()
+    document_upsert(connector=connector, external_id="a", content="ocean freight", is_public=True)
+    scope = SearchScope(tenant_id=connector.tenant_id, principal_tokens=frozenset({"public"}))
+    with backend_settings(f"{BACKENDS}.SlowKeywordBackend"):
+        reset_backend()
+        result = search_chunks(scope=scope, query_text="ocean freight")
+    assert result.warnings == ["keyword lane timed out and was left out of the results"]
+    assert [h.lane_ranks for h in result.hits] == [{"vector": 1}]
+
+
+def test_other_lane_errors_fail_the_request(kb) -> None:  # type: ignore[no-untyped-def]
+    _, _, scope = kb
+    with backend_settings(f"{BACKENDS}.BrokenKeywordBackend"), pytest.raises(RuntimeError, match="exploded"):
+        reset_backend()
+        search_chunks(scope=scope, query_text="cats")
+
+
+def test_external_hits_are_verified_against_postgres(kb) -> None:  # type: ignore[no-untyped-def]
+    connector, docs, scope = kb
+    other = ConnectorFactory.create()  # another tenant
+    foreign = document_upsert(
+        connector=other, external_id="x", content="foreign secret", is_public=True
+    ).document
+    deleted = document_upsert(
+        connector=connector, external_id="gone", content="gone", is_public=True
+    ).document
+    document_soft_delete(document=deleted)
+    private = document_upsert(connector=connector, external_id="p", content="private").document
+    cats_chunk = Chunk.objects.get(document=docs["cats"])
+    dogs_chunk = Chunk.objects.get(document=docs["dogs"])
+
+    def hit(chunk: Chunk, score: float, **kw: object) -> LaneHit:
+        return LaneHit(chunk_id=chunk.pk, document_id=chunk.document_id, chunk_index=0, score=score, **kw)  # type: ignore[arg-type]
+
+    ForgingBackend.forged = [
+        LaneHit(chunk_id=10**12, document_id=1, chunk_index=0, score=9.0, content="forged"),
+        hit(Chunk.objects.get(document=foreign), 8.0),
+        hit(Chunk.objects.get(document=deleted), 7.0),
+        hit(Chunk.objects.get(document=private), 6.5),
+        hit(dogs_chunk, 6.0, content="STALE", title="stale", source_url="https://evil.example"),
+        hit(cats_chunk, 5.0),
+    ]
+    with backend_settings(f"{BACKENDS}.ForgingBackend"):
+        reset_backend()
+        result = search_chunks(scope=scope, query_text="anything", limit=10)
+    assert [h.chunk_id for h in result.hits] == [dogs_chunk.pk, cats_chunk.pk]
+    dogs = result.hits[0]
+    assert dogs.content == dogs_chunk.content and dogs.title == "dogs" and dogs.source_url == ""
+    assert dogs.similarity == 6.0
+
+
+def test_verification_keeps_rank_order_and_canonical_acl(kb) -> None:  # type: ignore[no-untyped-def]
+    from knowledge.selectors.verification import verify_hits
+
+    connector, docs, scope = kb
+    user = PrincipalFactory.create(tenant=connector.tenant)
+    chunks = [Chunk.objects.get(document=docs[k]) for k in ("ships", "cats", "dogs")]
+    hits = [LaneHit(chunk_id=c.pk, document_id=c.document_id, chunk_index=0, score=1.0) for c in chunks]
+    assert [h.chunk_id for h in verify_hits(scope, hits)] == [c.pk for c in chunks]
+    # A stale denormalised token must not widen access: verification reads the document's ACL.
+    docs["cats"].is_public = False
+    docs["cats"].save()
+    user_scope = replace(scope, principal_tokens=frozenset({"public", user.acl_token}))
+    assert [h.chunk_id for h in verify_hits(user_scope, hits)] == [chunks[0].pk, chunks[2].pk]
