@@ -165,7 +165,13 @@ def _brute_force_top(query: list[float], k: int, ids: set[str]) -> list[tuple[st
 
 @pytest.fixture(scope="module")
 def client() -> OpenSearch:
-    c = OpenSearch(hosts=[OPENSEARCH_URL], timeout=30)
+    user, password = os.environ.get("OPENSEARCH_USERNAME"), os.environ.get("OPENSEARCH_PASSWORD")
+    c = OpenSearch(
+        hosts=[OPENSEARCH_URL],
+        timeout=30,
+        http_auth=(user, password) if user else None,
+        ca_certs=os.environ.get("OPENSEARCH_CA_CERTS") or None,
+    )
     try:
         c.cluster.health(wait_for_status="yellow", request_timeout=15)
     except Exception as exc:  # noqa: BLE001 - any connection problem
