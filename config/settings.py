@@ -25,6 +25,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "rest_framework",
+    "drf_spectacular",
     "knowledge",
     "retrieval_backends",
 ]
@@ -96,6 +97,31 @@ KNOWLEDGE_CANDIDATES_PER_LANE = cfg.positive_int("KNOWLEDGE_CANDIDATES_PER_LANE"
 KNOWLEDGE_DEFAULT_LANGUAGE = env.str("KNOWLEDGE_DEFAULT_LANGUAGE", default="english")
 KNOWLEDGE_CHUNK_TOKENS = cfg.positive_int("KNOWLEDGE_CHUNK_TOKENS", 256)
 KNOWLEDGE_CHUNK_OVERLAP = cfg.positive_int("KNOWLEDGE_CHUNK_OVERLAP", 32)
+KNOWLEDGE_MAX_CONTENT_CHARS = cfg.positive_int("KNOWLEDGE_MAX_CONTENT_CHARS", 2_000_000)
+
+# --- REST API ----------------------------------------------------------------------------------------
+KNOWLEDGE_MAX_REQUEST_BYTES = cfg.positive_int("KNOWLEDGE_MAX_REQUEST_BYTES", 10 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = KNOWLEDGE_MAX_REQUEST_BYTES
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["knowledge.api.authentication.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": ["knowledge.api.parsers.LimitedJSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "EXCEPTION_HANDLER": "knowledge.api.errors.api_exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 50,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Knowledge retrieval API",
+    "DESCRIPTION": "Permission-aware hybrid search over a tenant's knowledge base.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_AUTHENTICATION": [],
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "COMPONENT_SPLIT_REQUEST": True,
+}
 
 # --- Auth, i18n, static ------------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [

@@ -7,8 +7,18 @@ from typing import Any
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.timezone import now
 
-from knowledge.models import Chunk, ChunkEmbedding, Connector, Document, Environment, Principal, Tenant
+from knowledge.models import (
+    ApiKey,
+    Chunk,
+    ChunkEmbedding,
+    Connector,
+    Document,
+    Environment,
+    Principal,
+    Tenant,
+)
 from knowledge.services.access import document_access_sync
 from knowledge.services.documents import document_restore, document_soft_delete
 
@@ -141,3 +151,33 @@ class ChunkEmbeddingAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "tenant",
+        "scopes",
+        "principal",
+        "on_behalf_of",
+        "bypass_acl",
+        "last_used_at",
+        "revoked_at",
+    ]
+    list_filter = ["tenant", "on_behalf_of", "bypass_acl"]
+    search_fields = ["name", "lookup_id"]
+    readonly_fields = ["lookup_id", "created_at", "last_used_at"]
+    actions = ["revoke"]
+
+    def save_model(self, request: HttpRequest, obj: ApiKey, form: Any, change: bool) -> None:
+        plain = None if change else obj.set_new_secret()
+        super().save_model(request, obj, form, change)
+        if plain:
+            self.message_user(request, f"API key (shown once, copy it now): {plain}", messages.WARNING)
+
+    @admin.action(description="Revoke selected keys")
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
+        self.message_user(
+            request, f"{queryset.filter(revoked_at__isnull=True).update(revoked_at=now())} key(s) revoked."
+        )

@@ -24,3 +24,7 @@ class NotFound(KnowledgeError):
 
 class PermissionDenied(KnowledgeError):
     status_code = 403
+
+
+class PayloadTooLarge(KnowledgeError):
+    status_code = 413

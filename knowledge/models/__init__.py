@@ -1,11 +1,13 @@
 """Canonical models; PostgreSQL is the source of truth for everything search returns."""
 
+from knowledge.models.api_keys import ApiKey
 from knowledge.models.connectors import Connector
 from knowledge.models.documents import Chunk, ChunkEmbedding, Document
 from knowledge.models.principals import Principal
 from knowledge.models.tenancy import Environment, Tenant
 
 __all__ = [
+    "ApiKey",
     "Chunk",
     "ChunkEmbedding",
     "Connector",

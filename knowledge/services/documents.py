@@ -8,13 +8,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from knowledge.errors import InvalidInput
+from knowledge.errors import InvalidInput, PayloadTooLarge
 from knowledge.models import Connector, Document, Environment, Principal
 from knowledge.pipeline.chunkers.base import ChunkSource, ChunkText
 from knowledge.pipeline.registry import get_chunker, get_embedder
+from knowledge.selectors.documents import is_text_search_language
 from knowledge.services.access import document_access_sync, document_acl_tokens, schedule_index_sync
 from retrieval_backends.registry import get_backend
 from retrieval_backends.types import ChunkInput, EmbeddingUpdate
@@ -32,8 +34,23 @@ def content_hash(content: str) -> str:
     return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
-def _embed_chunks(chunks: Sequence[ChunkText]) -> list[list[float]]:
-    return get_embedder().embed_batch([c.text for c in chunks])
+CLIENT_MODEL = "client-supplied"
+
+
+def _check_size(content: str) -> None:
+    limit = settings.KNOWLEDGE_MAX_CONTENT_CHARS
+    if len(content) > limit:
+        raise PayloadTooLarge(f"content has {len(content)} characters; the limit is {limit}", field="content")
+
+
+def _prepare_chunks(
+    title: str, content: str, metadata: dict[str, Any], embedding: Sequence[float] | None
+) -> tuple[list[ChunkText], list[list[float]]]:
+    if embedding is not None:
+        text = f"{title}\n{content}" if title else content
+        return [ChunkText(index=0, text=text)], [list(embedding)]
+    chunks = get_chunker().chunk(ChunkSource(title=title, content=content, metadata=metadata))
+    return chunks, (get_embedder().embed_batch([c.text for c in chunks]) if chunks else [])
 
 
 def _set_fields(document: Document, fields: dict[str, Any]) -> bool:
@@ -97,16 +114,26 @@ def document_upsert(
     is_public: bool = False,
     principals: Iterable[Principal] = (),
     source_updated_at: datetime | None = None,
+    embedding: Sequence[float] | None = None,
 ) -> UpsertResult:
-    """Create or update a document; unchanged content is neither re-chunked nor re-embedded."""
+    """Create or update a document; unchanged content is neither re-chunked nor re-embedded.
+
+    With a caller-supplied `embedding` the document is stored as one chunk carrying that vector
+    (model `client-supplied`); otherwise the active chunker and embedder run.
+    """
+    _check_size(content)
+    if language is not None and not is_text_search_language(language):
+        raise InvalidInput(f"unknown text-search language {language!r}", field="language")
     digest = content_hash(content)
     existing = Document.objects.filter(connector=connector, external_id=external_id).first()
     needs_chunks = existing is None or existing.content_hash != digest or existing.title != title
+    if embedding is not None:
+        needs_chunks = True  # the caller's vector may differ even when the text does not
     chunks: list[ChunkText] = []
     vectors: list[list[float]] = []
+    model = CLIENT_MODEL if embedding is not None else get_embedder().name
     if needs_chunks:
-        chunks = get_chunker().chunk(ChunkSource(title=title, content=content, metadata=metadata or {}))
-        vectors = _embed_chunks(chunks) if chunks else []
+        chunks, vectors = _prepare_chunks(title, content, metadata or {}, embedding)
     principal_list = list(principals)
     foreign = [str(p) for p in principal_list if p.tenant_id != connector.tenant_id]
     if foreign:
@@ -136,9 +163,7 @@ def document_upsert(
         document.save()
         document.allowed_principals.set(principal_list)
         if needs_chunks:
-            count = document_chunks_replace(
-                document=document, chunks=chunks, vectors=vectors, model=get_embedder().name
-            )
+            count = document_chunks_replace(document=document, chunks=chunks, vectors=vectors, model=model)
         else:
             document_access_sync(document=document)
             count = get_backend().count_document_chunks(document.pk)

@@ -53,7 +53,10 @@ class HeadingPrefixChunker(Chunker):
         chunks: list[ChunkText] = []
         for headings, body in _sections(document.content) or [([], document.content)]:
             prefix_parts = [document.title, *headings] if document.title else headings
-            prefix = " > ".join(p for p in prefix_parts if p)
+            # A first heading that repeats the title adds nothing.
+            prefix = " > ".join(
+                p for i, p in enumerate(prefix_parts) if p and (i == 0 or p != prefix_parts[i - 1])
+            )
             for window in _windows(WORD.findall(body), self.max_tokens, self.overlap):
                 text = f"{prefix}\n{' '.join(window)}" if prefix else " ".join(window)
                 chunks.append(ChunkText(index=len(chunks), text=text, metadata={"headings": headings}))

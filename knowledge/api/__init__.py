@@ -1,0 +1,1 @@
+"""The REST API for applications (under /api/v1/)."""

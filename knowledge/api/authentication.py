@@ -1,0 +1,67 @@
+"""Bearer API-key authentication: the key decides the tenant and what the caller may do."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.utils import timezone
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from rest_framework import authentication, exceptions
+from rest_framework.request import Request
+
+from knowledge.models import ApiKey
+
+
+@dataclass(frozen=True)
+class ApiClient:
+    """The authenticated caller (DRF's request.user)."""
+
+    key: ApiKey
+
+    is_authenticated = True
+
+    @property
+    def tenant_id(self) -> int:
+        return self.key.tenant_id
+
+
+class ApiKeyAuthentication(authentication.BaseAuthentication):
+    keyword = "Bearer"
+
+    def authenticate(self, request: Request) -> tuple[ApiClient, ApiKey] | None:
+        header = authentication.get_authorization_header(request).decode("latin-1")
+        if not header:
+            return None
+        scheme, _, plain = header.partition(" ")
+        if scheme != self.keyword or not plain.strip():
+            raise exceptions.AuthenticationFailed("Use the header 'Authorization: Bearer <api key>'.")
+        key = self._lookup(plain.strip())
+        ApiKey.objects.filter(pk=key.pk).update(last_used_at=timezone.now())
+        return ApiClient(key), key
+
+    def _lookup(self, plain: str) -> ApiKey:
+        parts = plain.split("_", 2)
+        if len(parts) != 3:
+            raise exceptions.AuthenticationFailed("Invalid API key.")
+        key = ApiKey.objects.select_related("tenant", "principal").filter(lookup_id=parts[1]).first()
+        if key is None or not key.matches(plain):
+            raise exceptions.AuthenticationFailed("Invalid API key.")
+        if key.revoked_at is not None:
+            raise exceptions.AuthenticationFailed("This API key has been revoked.")
+        return key
+
+    def authenticate_header(self, request: Request) -> str:
+        return self.keyword
+
+
+class ApiKeyScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
+    target_class = "knowledge.api.authentication.ApiKeyAuthentication"
+    name = "apiKey"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "An API key from `manage.py create_api_key`.",
+        }

@@ -1,0 +1,60 @@
+"""One exception handler: every error becomes a JSON body naming the field and the problem."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
+
+from knowledge.errors import KnowledgeError
+
+logger = logging.getLogger(__name__)
+
+
+class PayloadTooLarge(exceptions.APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "The request body is too large."
+    default_code = "payload_too_large"
+
+
+KNOWLEDGE_CODES = {400: "invalid_input", 403: "forbidden", 404: "not_found", 413: "payload_too_large"}
+
+
+def _body(code: str, message: str, fields: dict[str, Any] | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"error": code, "message": message}
+    if fields:
+        body["fields"] = fields
+    return body
+
+
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
+    if isinstance(exc, KnowledgeError):
+        fields = {exc.field: [exc.message]} if exc.field else None
+        code = {400: "invalid_input", 403: "forbidden", 404: "not_found", 413: "payload_too_large"}
+        return Response(
+            _body(code.get(exc.status_code, "error"), exc.message, fields), status=exc.status_code
+        )
+    if isinstance(exc, RequestDataTooBig):
+        exc = PayloadTooLarge()
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    response = exception_handler(exc, context)
+    if response is None:
+        logger.exception("unhandled API error", exc_info=exc)
+        return Response(_body("server_error", "Internal error; it has been logged."), status=500)
+    detail = response.data
+    if isinstance(exc, exceptions.ValidationError) and isinstance(detail, dict):
+        fields = {k: v if isinstance(v, list) else [v] for k, v in detail.items()}
+        first = next(iter(fields.items()))
+        message = f"{first[0]}: {first[1][0]}" if first[1] else "invalid input"
+        response.data = _body("invalid_input", str(message), fields)
+    else:
+        text = detail.get("detail", detail) if isinstance(detail, dict) else detail
+        code = getattr(exc, "default_code", "error")
+        response.data = _body(str(code), str(text[0] if isinstance(text, list) and text else text))
+    return response

@@ -1,0 +1,231 @@
+"""API views: parse input, call one service or selector, render the result."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from knowledge.api import examples
+from knowledge.api.authentication import ApiClient
+from knowledge.api.permissions import CanIndex, CanSearch
+from knowledge.api.serializers import (
+    DocumentSerializer,
+    ErrorSerializer,
+    HealthSerializer,
+    IndexRequestSerializer,
+    SearchRequestSerializer,
+    SearchResponseSerializer,
+    StatusSerializer,
+)
+from knowledge.errors import InvalidInput, NotFound
+from knowledge.models import Document
+from knowledge.selectors.documents import document_get, document_list
+from knowledge.selectors.scopes import (
+    connectors_by_id,
+    environment_by_slug,
+    search_scope_for_key,
+    tenant_for_key,
+)
+from knowledge.selectors.search import SearchHit, search_chunks
+from knowledge.services.api_indexing import api_connector, api_document_index
+from knowledge.services.documents import document_hard_delete
+from retrieval_backends.registry import get_backend
+
+ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer}
+
+
+def _client(request: Request) -> ApiClient:
+    assert isinstance(request.user, ApiClient)
+    return request.user
+
+
+def _render_hit(
+    hit: SearchHit, external_ids: dict[int, str], tenant_slug: str, explain: bool
+) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "id": hit.chunk_id,
+        "document_id": external_ids.get(hit.document_id, ""),
+        "chunk_index": hit.chunk_index,
+        "source_account_id": tenant_slug,
+        "title": hit.title,
+        "content": hit.content,
+        "source_url": hit.source_url,
+        "rrf_score": hit.rrf_score,
+        "similarity": hit.similarity,
+        "text_rank": hit.text_rank,
+    }
+    if explain:
+        row["explain"] = {
+            "lane_ranks": hit.lane_ranks,
+            "lane_scores": {"vector": hit.similarity, "keyword": hit.text_rank},
+            "fusion": "rrf",
+            "rrf_k": settings.KNOWLEDGE_RRF_K,
+            "rrf_terms": {
+                lane: 1 / (settings.KNOWLEDGE_RRF_K + rank) for lane, rank in hit.lane_ranks.items()
+            },
+        }
+    return row
+
+
+class SearchView(APIView):
+    permission_classes = [CanSearch]
+
+    @extend_schema(
+        request=SearchRequestSerializer,
+        responses={200: SearchResponseSerializer, **ERRORS},
+        examples=examples.SEARCH,
+        summary="Hybrid search of the chunks the caller may see",
+    )
+    def post(self, request: Request) -> Response:
+        body = SearchRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        key = _client(request).key
+        scope = search_scope_for_key(
+            key=key,
+            source_account_id=data.get("source_account_id"),
+            environment=data.get("environment"),
+            connector_ids=data.get("connector_ids"),
+            on_behalf_of=data.get("on_behalf_of"),
+            bypass_acl=data["bypass_acl"],
+        )
+        result = search_chunks(
+            scope=scope,
+            query_text=data.get("query"),
+            query_embedding=data.get("embedding"),
+            limit=data["top_k"],
+        )
+        ids = dict(
+            Document.objects.filter(pk__in={h.document_id for h in result.hits}).values_list(
+                "pk", "external_id"
+            )
+        )
+        results = [_render_hit(h, ids, key.tenant.slug, data["explain"]) for h in result.hits]
+        return Response({"results": results, "count": len(results), "warnings": result.warnings})
+
+
+class IndexView(APIView):
+    permission_classes = [CanIndex]
+
+    @extend_schema(
+        request=IndexRequestSerializer,
+        responses={200: StatusSerializer, 201: StatusSerializer, 413: ErrorSerializer, **ERRORS},
+        examples=examples.INDEX,
+        summary="Create or update one document (chunked and embedded in the request)",
+    )
+    def post(self, request: Request) -> Response:
+        body = IndexRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        key = _client(request).key
+        tenant = tenant_for_key(key=key, source_account_id=body.validated_data.get("source_account_id"))
+        result = api_document_index(tenant=tenant, data=body.validated_data)
+        if result.content_changed or result.created:
+            return Response({"status": "indexed"}, status=status.HTTP_201_CREATED)
+        return Response({"status": "unchanged"}, status=status.HTTP_200_OK)
+
+
+DOCUMENT_FILTERS = [
+    OpenApiParameter("connector_id", int, description="Only this connector's documents."),
+    OpenApiParameter("environment", str, description="Only documents of this environment (slug)."),
+]
+CONNECTOR_PARAM = [
+    OpenApiParameter(
+        "connector_id", int, description="Connector of the document (default: the API connector)."
+    )
+]
+
+
+def _int_param(request: Request, name: str) -> int | None:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return None
+    if not raw.isdigit():
+        raise InvalidInput(f"{name} must be a positive integer", field=name)
+    return int(raw)
+
+
+class DocumentListView(APIView):
+    permission_classes = [CanIndex]
+
+    @extend_schema(parameters=DOCUMENT_FILTERS, responses={200: DocumentSerializer(many=True), **ERRORS})
+    def get(self, request: Request) -> Response:
+        key = _client(request).key
+        connector_id = _int_param(request, "connector_id")
+        if connector_id is not None:
+            connectors_by_id(tenant=key.tenant, connector_ids=[connector_id])
+        env = environment_by_slug(tenant=key.tenant, slug=request.query_params.get("environment"))
+        documents = document_list(
+            tenant=key.tenant, connector_id=connector_id, environment_id=env.pk if env else None
+        )
+        paginator = LimitOffsetPagination()
+        page = paginator.paginate_queryset(documents, request, view=self)
+        return paginator.get_paginated_response(DocumentSerializer(page, many=True).data)
+
+
+class DocumentDetailView(APIView):
+    permission_classes = [CanIndex]
+
+    def _connector_id(self, request: Request) -> int:
+        key = _client(request).key
+        connector_id = _int_param(request, "connector_id")
+        if connector_id is None:
+            return api_connector(tenant=key.tenant).pk
+        connectors_by_id(tenant=key.tenant, connector_ids=[connector_id])
+        return connector_id
+
+    @extend_schema(
+        parameters=CONNECTOR_PARAM, responses={200: DocumentSerializer, 404: ErrorSerializer, **ERRORS}
+    )
+    def get(self, request: Request, external_id: str) -> Response:
+        key = _client(request).key
+        document = document_get(
+            tenant=key.tenant, external_id=external_id, connector_id=self._connector_id(request)
+        )
+        if document is None:
+            raise NotFound(f"no document {external_id!r}")
+        return Response(DocumentSerializer(document).data)
+
+    @extend_schema(parameters=CONNECTOR_PARAM, responses={204: None, **ERRORS})
+    def delete(self, request: Request, external_id: str) -> Response:
+        key = _client(request).key
+        document = document_get(
+            tenant=key.tenant, external_id=external_id, connector_id=self._connector_id(request)
+        )
+        if document is not None:
+            document_hard_delete(document_id=document.pk)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class HealthView(APIView):
+    authentication_classes: list[type] = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(
+        responses={200: HealthSerializer, 503: HealthSerializer},
+        summary="Liveness of PostgreSQL and the backend",
+    )
+    def get(self, request: Request) -> Response:
+        checks = {"postgres": "ok", "backend": "ok"}
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT 1")
+        except Exception as exc:  # any failure means unhealthy; the body says which
+            checks["postgres"] = f"failed: {exc.__class__.__name__}"
+        try:
+            get_backend().health()
+        except Exception as exc:  # BackendUnavailable or anything else the backend raised
+            checks["backend"] = f"failed: {exc}"
+        healthy = all(v == "ok" for v in checks.values())
+        return Response(
+            {"status": "ok" if healthy else "unavailable", "checks": checks},
+            status=status.HTTP_200_OK if healthy else status.HTTP_503_SERVICE_UNAVAILABLE,
+        )

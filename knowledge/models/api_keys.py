@@ -1,0 +1,76 @@
+"""API keys: bound to one tenant, stored only as a hash, with scopes and an ACL identity policy."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
+
+from knowledge.models.principals import Principal
+from knowledge.models.tenancy import Tenant
+
+KEY_PREFIX = "kb"
+
+
+def hash_secret(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+class ApiKey(models.Model):
+    """A bearer key `kb_<lookup>_<secret>`; only the lookup id and a SHA-256 of the whole key are kept."""
+
+    class Scope(models.TextChoices):
+        SEARCH = "search", "Search"
+        INDEX = "index", "Index and manage documents"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=200)
+    lookup_id = models.CharField(max_length=16, unique=True, editable=False)
+    key_hash = models.CharField(max_length=64, editable=False)
+    scopes = ArrayField(models.CharField(max_length=16, choices=Scope.choices), default=list)
+    principal = models.ForeignKey(
+        Principal,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        limit_choices_to={"kind": "user"},
+        help_text="Fixed ACL identity of every search made with this key.",
+    )
+    on_behalf_of = models.BooleanField(
+        default=False, help_text="May search on behalf of a user named in the request."
+    )
+    bypass_acl = models.BooleanField(default=False, help_text="May ask to ignore document ACLs.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["tenant__slug", "name"]
+        verbose_name = "API key"
+
+    def __str__(self) -> str:
+        return f"{self.tenant.slug}/{self.name} ({KEY_PREFIX}_{self.lookup_id}_…)"
+
+    @classmethod
+    def issue(cls, **fields: object) -> tuple[ApiKey, str]:
+        """Create a key; returns it with the plain-text key, which is never stored."""
+        key = cls(**fields)
+        plain = key.set_new_secret()
+        key.save()
+        return key, plain
+
+    def set_new_secret(self) -> str:
+        """Give the (unsaved) key a fresh secret; returns the plain-text key."""
+        self.lookup_id = secrets.token_hex(6)
+        plain = f"{KEY_PREFIX}_{self.lookup_id}_{secrets.token_urlsafe(32)}"
+        self.key_hash = hash_secret(plain)
+        return plain
+
+    def matches(self, plain: str) -> bool:
+        return hmac.compare_digest(self.key_hash, hash_secret(plain))
+
+    def has_scope(self, scope: str) -> bool:
+        return scope in self.scopes
