@@ -25,6 +25,9 @@ class PayloadTooLarge(exceptions.APIException):
 KNOWLEDGE_CODES = {400: "invalid_input", 403: "forbidden", 404: "not_found", 413: "payload_too_large"}
 
 
+KNOWLEDGE_CODES = {400: "invalid_input", 403: "forbidden", 404: "not_found", 413: "payload_too_large"}
+
+
 def _body(code: str, message: str, fields: dict[str, Any] | None = None) -> dict[str, Any]:
     body: dict[str, Any] = {"error": code, "message": message}
     if fields:
@@ -35,9 +38,8 @@ def _body(code: str, message: str, fields: dict[str, Any] | None = None) -> dict
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     if isinstance(exc, KnowledgeError):
         fields = {exc.field: [exc.message]} if exc.field else None
-        code = {400: "invalid_input", 403: "forbidden", 404: "not_found", 413: "payload_too_large"}
         return Response(
-            _body(code.get(exc.status_code, "error"), exc.message, fields), status=exc.status_code
+            _body(KNOWLEDGE_CODES.get(exc.status_code, "error"), exc.message, fields), status=exc.status_code
         )
     if isinstance(exc, RequestDataTooBig):
         exc = PayloadTooLarge()
@@ -55,6 +57,6 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         response.data = _body("invalid_input", str(message), fields)
     else:
         text = detail.get("detail", detail) if isinstance(detail, dict) else detail
-        code = getattr(exc, "default_code", "error")
+        code = exc.default_code if isinstance(exc, exceptions.APIException) else "error"
         response.data = _body(str(code), str(text[0] if isinstance(text, list) and text else text))
     return response
