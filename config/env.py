@@ -41,6 +41,18 @@ def positive_float(name: str, default: float) -> float:
     return value
 
 
+def unit_float(name: str, default: float) -> float:
+    """Read a float variable that must lie in [0, 1]."""
+    raw = env.str(name, default=str(default))
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise ImproperlyConfigured(f"{name} must be a number between 0 and 1, got {raw!r}.")
+    return value
+
+
 def boolean(name: str, default: bool) -> bool:
     """Read a boolean variable; only the usual spellings are accepted."""
     raw = env.str(name, default="true" if default else "false").strip().lower()

@@ -3,6 +3,7 @@
 from knowledge.models.api_keys import ApiKey
 from knowledge.models.connectors import Connector
 from knowledge.models.documents import Chunk, ChunkEmbedding, Document
+from knowledge.models.keyword_stats import KeywordStatistics, KeywordTerm
 from knowledge.models.principals import Principal
 from knowledge.models.tenancy import Environment, Tenant
 
@@ -13,6 +14,8 @@ __all__ = [
     "Connector",
     "Document",
     "Environment",
+    "KeywordStatistics",
+    "KeywordTerm",
     "Principal",
     "Tenant",
 ]

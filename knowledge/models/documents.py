@@ -93,6 +93,7 @@ class Chunk(SearchFilterFields):
     token_count = models.PositiveIntegerField(default=0)
     language = models.CharField(max_length=32, default="english")
     search_vector = SearchVectorField(null=True, editable=False)
+    lexeme_count = models.PositiveIntegerField(default=0, editable=False, help_text="Length for BM25.")
 
     class Meta:
         ordering = ["document_id", "chunk_index"]

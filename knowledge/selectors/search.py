@@ -170,6 +170,11 @@ def search_chunks(
             )
     if "keyword" in lanes and query_text is not None:
         languages = backend.get_text_search_languages(scope.tenant_id, scope.connector_ids)
+        if languages and not backend.has_keyword_statistics(scope.tenant_id, languages, scope.connector_ids):
+            warnings.append(
+                "keyword statistics are missing, so the keyword lane ranks with ts_rank instead of BM25; "
+                "run `manage.py rebuild_keyword_statistics`"
+            )
         calls["keyword"] = lambda: backend.keyword_search(scope, query_text, languages, depth)
     lane_hits = _run_lanes(backend, calls, warnings)
     if backend.requires_result_verification:

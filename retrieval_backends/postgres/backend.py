@@ -11,7 +11,8 @@ from psycopg import errors as pg_errors
 
 from knowledge.models import Chunk
 from retrieval_backends.base import BackendUnavailable, KnowledgeRetrievalBackend
-from retrieval_backends.postgres import keyword, neighbors, vector, writes
+from retrieval_backends.postgres import bm25, keyword, neighbors, vector, writes
+from retrieval_backends.postgres.bm25 import BM25Params
 from retrieval_backends.postgres.sql import CHUNK, EMBEDDING, connector_filter
 from retrieval_backends.types import (
     AccessScope,
@@ -30,10 +31,20 @@ class PostgresRetrievalBackend(KnowledgeRetrievalBackend):
     requires_result_verification = False
     name = "postgres"
 
-    def __init__(self, *, lane_timeout_ms: int = 2000, exact_scan_max_rows: int = 15000, **options: Any):
+    def __init__(
+        self,
+        *,
+        lane_timeout_ms: int = 2000,
+        exact_scan_max_rows: int = 15000,
+        bm25_k1: float = 1.2,
+        bm25_b: float = 0.75,
+        keyword_candidate_budget: int = 20000,
+        **options: Any,
+    ):
         super().__init__(**options)
         self.lane_timeout_ms = lane_timeout_ms
         self.exact_scan_max_rows = exact_scan_max_rows
+        self.bm25 = BM25Params(k1=bm25_k1, b=bm25_b, candidate_budget=keyword_candidate_budget)
 
     # --- writes -------------------------------------------------------------------------------------
     def insert_chunks(self, chunks: Sequence[ChunkInput]) -> list[StoredChunk]:
@@ -74,6 +85,10 @@ class PostgresRetrievalBackend(KnowledgeRetrievalBackend):
     def keyword_search(
         self, scope: SearchScope, query_text: str, languages: Sequence[str], limit: int
     ) -> list[LaneHit]:
+        if self.has_keyword_statistics(scope.tenant_id, languages, scope.connector_ids):
+            return bm25.bm25_search(
+                scope, query_text, languages, limit, params=self.bm25, timeout_ms=self.lane_timeout_ms
+            )
         return keyword.keyword_search(scope, query_text, languages, limit, timeout_ms=self.lane_timeout_ms)
 
     def find_neighbors(
@@ -86,7 +101,8 @@ class PostgresRetrievalBackend(KnowledgeRetrievalBackend):
         where, params = connector_filter("c", connector_ids)
         with connection.cursor() as cursor:
             cursor.execute(
-                f"SELECT DISTINCT c.language FROM {CHUNK} c WHERE c.tenant_id = %s AND {where} ORDER BY 1",
+                f"SELECT DISTINCT c.language FROM {CHUNK} c "
+                f"WHERE c.tenant_id = %s AND NOT c.is_deleted AND {where} ORDER BY 1",
                 [tenant_id, *params],
             )
             return [row[0] for row in cursor.fetchall()]
@@ -106,8 +122,8 @@ class PostgresRetrievalBackend(KnowledgeRetrievalBackend):
     def has_keyword_statistics(
         self, tenant_id: int, languages: Sequence[str], connector_ids: Sequence[int] | None
     ) -> bool:
-        # True BM25 statistics are not kept yet; the lane ranks with ts_rank.
-        return False
+        with connection.cursor() as cursor:
+            return bm25.has_statistics(cursor, tenant_id, languages)
 
     def is_search_timeout(self, error: BaseException) -> bool:
         cause: BaseException | None = error

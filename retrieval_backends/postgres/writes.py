@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from typing import Any
 
 from django.db import connection, transaction
 
@@ -23,35 +25,56 @@ def to_stored(chunk: Chunk) -> StoredChunk:
     )
 
 
+INSERT_CHUNKS = f"""
+INSERT INTO {CHUNK}
+    (document_id, chunk_index, parent_index, content, token_count, language, tenant_id, connector_id,
+     environment_id, is_deleted, acl_tokens, search_vector, lexeme_count)
+SELECT u.document_id, u.chunk_index, u.parent_index, u.content, u.token_count, u.language, u.tenant_id,
+       u.connector_id, u.environment_id, u.is_deleted,
+       ARRAY(SELECT jsonb_array_elements_text(u.acl::jsonb))::varchar[],
+       v.vector,
+       coalesce((SELECT sum(array_length(positions, 1)) FROM unnest(v.vector)), 0)
+FROM unnest(%s::bigint[], %s::int[], %s::int[], %s::text[], %s::int[], %s::text[], %s::bigint[],
+            %s::bigint[], %s::bigint[], %s::bool[], %s::text[])
+     AS u(document_id, chunk_index, parent_index, content, token_count, language, tenant_id,
+          connector_id, environment_id, is_deleted, acl)
+CROSS JOIN LATERAL (SELECT to_tsvector(u.language::regconfig, u.content) AS vector) v
+RETURNING id, document_id, chunk_index
+"""
+
+
 def insert_chunks(chunks: Sequence[ChunkInput]) -> list[StoredChunk]:
-    """Bulk-insert chunks, then build their tsvectors with each chunk's own language."""
+    """Insert chunks in one statement with their tsvectors and lexeme counts (BM25 statistics follow
+    by trigger); returns them in input order."""
     if not chunks:
         return []
-    rows = [
-        Chunk(
+    columns: list[Any] = [
+        [c.document_id for c in chunks],
+        [c.chunk_index for c in chunks],
+        [c.parent_index for c in chunks],
+        [c.content for c in chunks],
+        [c.token_count for c in chunks],
+        [c.language for c in chunks],
+        [c.tenant_id for c in chunks],
+        [c.connector_id for c in chunks],
+        [c.environment_id for c in chunks],
+        [c.is_deleted for c in chunks],
+        [json.dumps(list(c.acl_tokens)) for c in chunks],
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(INSERT_CHUNKS, columns)
+        ids = {(doc, index): pk for pk, doc, index in cursor.fetchall()}
+    return [
+        StoredChunk(
+            id=ids[(c.document_id, c.chunk_index)],
             document_id=c.document_id,
             chunk_index=c.chunk_index,
-            parent_index=c.parent_index,
             content=c.content,
+            parent_index=c.parent_index,
             token_count=c.token_count,
-            language=c.language,
-            tenant_id=c.tenant_id,
-            connector_id=c.connector_id,
-            environment_id=c.environment_id,
-            is_deleted=c.is_deleted,
-            acl_tokens=list(c.acl_tokens),
         )
         for c in chunks
     ]
-    with transaction.atomic():
-        created = Chunk.objects.bulk_create(rows, batch_size=1000)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"UPDATE {CHUNK} SET search_vector = to_tsvector(language::regconfig, content) "
-                "WHERE id = ANY(%s)",
-                [[c.pk for c in created]],
-            )
-    return [to_stored(c) for c in created]
 
 
 UPSERT_EMBEDDINGS = f"""

@@ -1,0 +1,155 @@
+"""Okapi BM25 keyword lane from the corpus statistics kept in PostgreSQL (no extension needed).
+
+Statistics (live chunk count, total length in lexemes, per-lexeme document frequency; per tenant
+and language) are maintained by triggers on the chunk table. Term frequencies come from the
+positions in each candidate's tsvector: `setweight` marks the query lexemes and `ts_filter` keeps
+only them, so a candidate costs O(its vector) in C, not a row per lexeme. Candidates come from the
+GIN index, probing with the rarest query terms whose document frequencies add up to at most
+`candidate_budget` (always at least the rarest one): latency stays bounded on large corpora, and
+chunks matching only very common terms, which cannot outrank rarer matches by much, are skipped.
+All query terms are scored on every candidate. Scope filters are in the candidate query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from retrieval_backends.postgres.sql import CHUNK, DOCUMENT, lane_settings, rows_to_hits, scope_filter
+from retrieval_backends.types import LaneHit, SearchScope
+
+STATS = "knowledge_keywordstatistics"
+TERMS = "knowledge_keywordterm"
+
+
+@dataclass(frozen=True)
+class BM25Params:
+    k1: float = 1.2
+    b: float = 0.75
+    candidate_budget: int = 20000
+
+
+# A lexeme as a tsquery literal: quoted, with quotes and backslashes escaped.
+QUOTED = r"'''' || replace(replace(lexeme, '\', '\\'), '''', '''''') || ''''"
+
+BM25_SQL = f"""
+WITH cfg AS (
+    SELECT cfgname::text AS language, oid::regconfig AS config
+    FROM pg_ts_config WHERE cfgname = ANY(%(languages)s)
+),
+qlex AS (
+    SELECT DISTINCT cfg.language, lex.lexeme FROM cfg, unnest(to_tsvector(cfg.config, %(query)s)) AS lex
+),
+stats AS (
+    SELECT language, chunk_count AS n, total_length::float8 / chunk_count AS avgdl
+    FROM {STATS} WHERE tenant_id = %(tenant)s AND chunk_count > 0
+),
+terms AS (
+    SELECT q.language, q.lexeme, t.df, s.avgdl,
+           ln(1 + (s.n - t.df + 0.5) / (t.df + 0.5)) AS idf,
+           sum(t.df) OVER (PARTITION BY q.language ORDER BY t.df, q.lexeme) AS cumulative_df
+    FROM qlex q
+    JOIN stats s ON s.language = q.language
+    JOIN {TERMS} t ON t.tenant_id = %(tenant)s AND t.language = q.language AND t.lexeme = q.lexeme
+    WHERE t.df > 0
+),
+probe AS (
+    SELECT language,
+           (string_agg({QUOTED}, ' | ') FILTER (WHERE cumulative_df - df < %(budget)s))::tsquery AS tsq,
+           array_agg(lexeme) AS lexemes
+    FROM terms GROUP BY language
+),
+candidates AS (
+    SELECT c.id, c.language, c.lexeme_count,
+           ts_filter(setweight(c.search_vector, 'A', p.lexemes), '{{a}}') AS vector
+    FROM {CHUNK} c JOIN probe p ON p.language = c.language
+    WHERE c.search_vector @@ p.tsq AND {{where}}
+),
+scored AS (
+    SELECT cd.id,
+           sum(t.idf * (array_length(lex.positions, 1) * (%(k1)s + 1))
+               / (array_length(lex.positions, 1)
+                  + %(k1)s * (1 - %(b)s + %(b)s * cd.lexeme_count / t.avgdl))) AS score
+    FROM candidates cd
+    CROSS JOIN LATERAL unnest(cd.vector) AS lex
+    JOIN terms t ON t.language = cd.language AND t.lexeme = lex.lexeme
+    GROUP BY cd.id
+    ORDER BY score DESC, cd.id
+    LIMIT %(limit)s
+)
+SELECT c.id, c.document_id, c.chunk_index, s.score, c.content, d.title, d.source_url, c.tenant_id
+FROM scored s JOIN {CHUNK} c ON c.id = s.id JOIN {DOCUMENT} d ON d.id = c.document_id
+ORDER BY s.score DESC, c.id
+"""
+
+
+def _named_filter(scope: SearchScope) -> tuple[str, dict[str, Any]]:
+    """The scope filter with named placeholders (the BM25 query uses named parameters)."""
+    where, params = scope_filter("c", scope)
+    names = [f"f{i}" for i in range(len(params))]
+    for name in names:
+        where = where.replace("%s", f"%({name})s", 1)
+    return where, dict(zip(names, params, strict=True))
+
+
+def bm25_search(
+    scope: SearchScope,
+    query_text: str,
+    languages: Sequence[str],
+    limit: int,
+    *,
+    params: BM25Params,
+    timeout_ms: int,
+) -> list[LaneHit]:
+    where, filter_params = _named_filter(scope)
+    args = {
+        "languages": list(languages),
+        "query": query_text,
+        "tenant": scope.tenant_id,
+        "budget": params.candidate_budget,
+        "k1": params.k1,
+        "b": params.b,
+        "limit": limit,
+        **filter_params,
+    }
+    with lane_settings(timeout_ms) as cursor:
+        cursor.execute(BM25_SQL.replace("{where}", where), args)
+        return rows_to_hits(cursor.fetchall())
+
+
+def has_statistics(cursor: Any, tenant_id: int, languages: Sequence[str]) -> bool:
+    """Whether every language has statistics over at least one live chunk."""
+    if not languages:
+        return False
+    cursor.execute(
+        f"SELECT count(*) FROM {STATS} WHERE tenant_id = %s AND language = ANY(%s) AND chunk_count > 0",
+        [tenant_id, list(languages)],
+    )
+    return bool(cursor.fetchone()[0] == len(set(languages)))
+
+
+REBUILD_SQL = [
+    f"LOCK TABLE {CHUNK} IN SHARE ROW EXCLUSIVE MODE",
+    f"""UPDATE {CHUNK} SET lexeme_count = coalesce(
+        (SELECT sum(array_length(positions, 1)) FROM unnest(search_vector)), 0)
+        WHERE search_vector IS NOT NULL AND {{tenant}}""",
+    f"DELETE FROM {TERMS} WHERE {{tenant}}",
+    f"DELETE FROM {STATS} WHERE {{tenant}}",
+    f"""INSERT INTO {STATS} (tenant_id, language, chunk_count, total_length)
+        SELECT tenant_id, language, count(*), sum(lexeme_count) FROM {CHUNK}
+        WHERE NOT is_deleted AND search_vector IS NOT NULL AND {{tenant}} GROUP BY 1, 2""",
+    f"""INSERT INTO {TERMS} (tenant_id, language, lexeme, df)
+        SELECT tenant_id, language, lex.lexeme, count(*) FROM {CHUNK}, unnest(search_vector) AS lex
+        WHERE NOT is_deleted AND search_vector IS NOT NULL AND {{tenant}} GROUP BY 1, 2, 3""",
+]
+
+
+def rebuild_statistics(cursor: Any, tenant_id: int | None = None) -> None:
+    """Recompute lexeme counts and BM25 statistics from the chunks (all tenants when None).
+
+    Run inside a transaction; the chunk table is locked against writes until it commits.
+    """
+    condition = "TRUE" if tenant_id is None else f"tenant_id = {int(tenant_id)}"
+    for statement in REBUILD_SQL:
+        cursor.execute(statement.replace("{tenant}", condition))
