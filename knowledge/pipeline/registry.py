@@ -3,23 +3,55 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
 from knowledge.pipeline.chunkers.base import Chunker
+from knowledge.pipeline.compressors.base import Compressor
 from knowledge.pipeline.embedders.base import Embedder
+from knowledge.pipeline.fusers.base import Fuser
+from knowledge.pipeline.rerankers.base import Reranker
 
-EMBEDDERS = {
-    "hashing": "knowledge.pipeline.embedders.hashing.HashingEmbedder",
+T = TypeVar("T")
+
+LAYERS: dict[str, tuple[type, dict[str, str]]] = {
+    "embedder": (
+        Embedder,
+        {
+            "hashing": "knowledge.pipeline.embedders.hashing.HashingEmbedder",
+        },
+    ),
+    "chunker": (
+        Chunker,
+        {
+            "heading-prefix": "knowledge.pipeline.chunkers.heading_prefix.HeadingPrefixChunker",
+        },
+    ),
+    "fuser": (Fuser, {"rrf": "knowledge.pipeline.fusers.rrf.RRFFuser"}),
+    "reranker": (Reranker, {"none": "knowledge.pipeline.rerankers.none.NoReranker"}),
+    "compressor": (Compressor, {"none": "knowledge.pipeline.compressors.none.NoCompressor"}),
 }
-CHUNKERS = {
-    "heading-prefix": "knowledge.pipeline.chunkers.heading_prefix.HeadingPrefixChunker",
+DEFAULTS = {
+    "embedder": "hashing",
+    "chunker": "heading-prefix",
+    "fuser": "rrf",
+    "reranker": "none",
+    "compressor": "none",
 }
 
 
-def _build(layer: str, name: str, aliases: dict[str, str], base: type) -> object:
+def configured_name(layer: str) -> str:
+    """The configured plugin of a layer (environment beats the settings default)."""
+    return str(getattr(settings, f"KNOWLEDGE_{layer.upper()}", None) or DEFAULTS[layer])
+
+
+def build(layer: str, name: str | None = None, **options: Any) -> Any:
+    """Instantiate a layer's plugin by short name or dotted path, checking it is of the right layer."""
+    base, aliases = LAYERS[layer]
+    name = name or configured_name(layer)
     path = aliases.get(name, name)
     try:
         factory = import_string(path)
@@ -28,7 +60,7 @@ def _build(layer: str, name: str, aliases: dict[str, str], base: type) -> object
             f"KNOWLEDGE_{layer.upper()}={name!r}: cannot import {path!r} ({exc}). "
             f"Known names: {', '.join(sorted(aliases))}."
         ) from exc
-    instance = factory()
+    instance = factory(**options)
     if not isinstance(instance, base):
         raise ImproperlyConfigured(f"KNOWLEDGE_{layer.upper()}={name!r} is not a {base.__name__}.")
     return instance
@@ -37,19 +69,29 @@ def _build(layer: str, name: str, aliases: dict[str, str], base: type) -> object
 @lru_cache(maxsize=1)
 def get_embedder() -> Embedder:
     """The active embedder (loaded once per process)."""
-    embedder = _build("embedder", settings.KNOWLEDGE_EMBEDDER, EMBEDDERS, Embedder)
-    assert isinstance(embedder, Embedder)
-    return embedder
+    return build("embedder")  # type: ignore[no-any-return]
 
 
 @lru_cache(maxsize=1)
 def get_chunker() -> Chunker:
-    """The active chunker."""
-    chunker = _build("chunker", getattr(settings, "KNOWLEDGE_CHUNKER", "heading-prefix"), CHUNKERS, Chunker)
-    assert isinstance(chunker, Chunker)
-    return chunker
+    return build("chunker")  # type: ignore[no-any-return]
+
+
+@lru_cache(maxsize=1)
+def get_fuser() -> Fuser:
+    return build("fuser")  # type: ignore[no-any-return]
+
+
+@lru_cache(maxsize=1)
+def get_reranker() -> Reranker:
+    return build("reranker")  # type: ignore[no-any-return]
+
+
+@lru_cache(maxsize=1)
+def get_compressor() -> Compressor:
+    return build("compressor")  # type: ignore[no-any-return]
 
 
 def reset_pipeline() -> None:
-    get_embedder.cache_clear()
-    get_chunker.cache_clear()
+    for getter in (get_embedder, get_chunker, get_fuser, get_reranker, get_compressor):
+        getter.cache_clear()

@@ -12,9 +12,13 @@ from django.conf import settings
 from django.db import connection
 
 from knowledge.errors import InvalidInput
-from knowledge.pipeline.fusers.base import FusedHit
+from knowledge.pipeline.compressors.base import Compressor
+from knowledge.pipeline.fusers.base import FusedHit, Fuser
 from knowledge.pipeline.fusers.rrf import RRFFuser
-from knowledge.pipeline.registry import get_embedder
+from knowledge.pipeline.registry import get_compressor, get_embedder, get_fuser, get_reranker
+from knowledge.pipeline.rerankers.base import Reranker
+from knowledge.pipeline.types import Candidate, Query
+from knowledge.selectors.vectors import chunk_vectors
 from knowledge.selectors.verification import verify_hits
 from retrieval_backends.base import KnowledgeRetrievalBackend
 from retrieval_backends.registry import get_backend
@@ -22,6 +26,7 @@ from retrieval_backends.types import LaneHit, SearchScope
 
 LANES = ("vector", "keyword")
 LANE_THREADS = 4
+RERANK_POOL_FACTOR = 3
 _executor = ThreadPoolExecutor(max_workers=LANE_THREADS, thread_name_prefix="search-lane")
 
 
@@ -125,7 +130,7 @@ def _run_lanes(
     return results
 
 
-def _to_search_hit(fused: FusedHit) -> SearchHit:
+def _to_search_hit(fused: FusedHit, content: str) -> SearchHit:
     hit = fused.hit
     return SearchHit(
         chunk_id=hit.chunk_id,
@@ -133,13 +138,55 @@ def _to_search_hit(fused: FusedHit) -> SearchHit:
         chunk_index=hit.chunk_index,
         tenant_id=hit.tenant_id,
         title=hit.title or "",
-        content=hit.content or "",
+        content=content,
         source_url=hit.source_url or "",
         rrf_score=fused.score,
         similarity=fused.scores.get("vector"),
         text_rank=fused.scores.get("keyword"),
         lane_ranks=dict(fused.ranks),
     )
+
+
+@dataclass(frozen=True)
+class Stages:
+    """The query-time layers after retrieval; None means the configured default."""
+
+    fuser: Fuser | None = None
+    reranker: Reranker | None = None
+    compressor: Compressor | None = None
+    token_budget: int | None = None
+
+
+def _candidates(fused: list[FusedHit], reranker: Reranker, vq: _VectorQuery | None) -> list[Candidate]:
+    vectors: dict[int, tuple[float, ...]] = {}
+    if reranker.needs_embeddings and vq is not None:
+        vectors = chunk_vectors(
+            chunk_ids=[f.chunk_id for f in fused], dimensions=vq.dimensions, model=vq.model
+        )
+    return [
+        Candidate(
+            chunk_id=f.chunk_id,
+            document_id=f.hit.document_id,
+            chunk_index=f.hit.chunk_index,
+            content=f.hit.content or "",
+            score=f.score,
+            embedding=vectors.get(f.chunk_id),
+            payload=f,
+        )
+        for f in fused
+    ]
+
+
+def _finish(
+    fused: list[FusedHit], query: Query, vq: _VectorQuery | None, limit: int, stages: Stages
+) -> list[SearchHit]:
+    """Rerank a pool of the best fused hits, cut to `limit`, compress to the token budget."""
+    reranker = stages.reranker or get_reranker()
+    pool = _candidates(fused[: max(limit * RERANK_POOL_FACTOR, limit)], reranker, vq)
+    ranked = reranker.rerank(query, pool, limit)
+    budget = stages.token_budget or settings.KNOWLEDGE_TOKEN_BUDGET
+    compressed = (stages.compressor or get_compressor()).compress(query, ranked, budget)
+    return [_to_search_hit(c.payload, c.content) for c in compressed]
 
 
 def search_chunks(
@@ -151,37 +198,48 @@ def search_chunks(
     lanes: Sequence[str] = LANES,
     rrf_k: int | None = None,
     candidates: int | None = None,
+    stages: Stages | None = None,
 ) -> SearchResult:
     """Search the chunks visible in `scope`; text without a vector is embedded by the active embedder."""
     query_text = (query_text or "").strip() or None
     if query_text is None and query_embedding is None:
         raise InvalidInput("give a query text, an embedding, or both", field="query")
     backend = get_backend()
+    stages = stages or Stages()
     warnings: list[str] = []
     if scope.sees_nothing:
         return SearchResult(hits=[], warnings=warnings)
     depth = max(limit, candidates or settings.KNOWLEDGE_CANDIDATES_PER_LANE)
     calls: dict[str, Callable[[], list[LaneHit]]] = {}
+    vq = None
     if "vector" in lanes:
         vq = _vector_query(backend, scope, query_text, query_embedding, warnings)
         if vq is not None:
+            vector = vq
             calls["vector"] = lambda: backend.vector_search(
-                scope, vq.vector, vq.dimensions, depth, model=vq.model
+                scope, vector.vector, vector.dimensions, depth, model=vector.model
             )
     if "keyword" in lanes and query_text is not None:
-        languages = backend.get_text_search_languages(scope.tenant_id, scope.connector_ids)
-        if languages and not backend.has_keyword_statistics(scope.tenant_id, languages, scope.connector_ids):
-            warnings.append(
-                "keyword statistics are missing, so the keyword lane ranks with ts_rank instead of BM25; "
-                "run `manage.py rebuild_keyword_statistics`"
-            )
-        calls["keyword"] = lambda: backend.keyword_search(scope, query_text, languages, depth)
+        calls["keyword"] = _keyword_call(backend, scope, query_text, depth, warnings)
     lane_hits = _run_lanes(backend, calls, warnings)
     if backend.requires_result_verification:
         lane_hits = {name: verify_hits(scope, hits) for name, hits in lane_hits.items()}
-    fused = RRFFuser(rrf_k or settings.KNOWLEDGE_RRF_K).fuse(lane_hits)
+    fuser = stages.fuser or (RRFFuser(rrf_k) if rrf_k else get_fuser())
+    query = Query(text=query_text, embedding=tuple(vq.vector) if vq else None, model=vq.model if vq else None)
     return SearchResult(
-        hits=[_to_search_hit(f) for f in fused[:limit]],
+        hits=_finish(fuser.fuse(lane_hits), query, vq, limit, stages),
         warnings=warnings,
         lanes={name: len(hits) for name, hits in lane_hits.items()},
     )
+
+
+def _keyword_call(
+    backend: KnowledgeRetrievalBackend, scope: SearchScope, query_text: str, depth: int, warnings: list[str]
+) -> Callable[[], list[LaneHit]]:
+    languages = backend.get_text_search_languages(scope.tenant_id, scope.connector_ids)
+    if languages and not backend.has_keyword_statistics(scope.tenant_id, languages, scope.connector_ids):
+        warnings.append(
+            "keyword statistics are missing, so the keyword lane ranks with ts_rank instead of BM25; "
+            "run `manage.py rebuild_keyword_statistics`"
+        )
+    return lambda: backend.keyword_search(scope, query_text, languages, depth)

@@ -1,0 +1,1 @@
+"""Compressors trim the result set's text to a token budget before it reaches an LLM."""
