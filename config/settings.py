@@ -88,7 +88,7 @@ RETRIEVAL_BACKEND = {
     "BACKEND": RETRIEVAL_BACKEND_ALIASES.get(RETRIEVAL_BACKEND_NAME, RETRIEVAL_BACKEND_NAME),
     "OPTIONS": {
         "lane_timeout_ms": cfg.positive_int("KNOWLEDGE_LANE_TIMEOUT_MS", 2000),
-        "exact_scan_max_rows": cfg.positive_int("KNOWLEDGE_EXACT_SCAN_MAX_ROWS", 15000),
+        "exact_scan_max_rows": cfg.positive_int("KNOWLEDGE_EXACT_SCAN_MAX_ROWS", 5000),
         "bm25_k1": cfg.positive_float("KNOWLEDGE_BM25_K1", 1.2),
         "bm25_b": cfg.unit_float("KNOWLEDGE_BM25_B", 0.75),
         "keyword_candidate_budget": cfg.positive_int("KNOWLEDGE_KEYWORD_CANDIDATE_BUDGET", 20000),

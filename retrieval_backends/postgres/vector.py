@@ -1,9 +1,17 @@
-"""Vector lane: filtered pgvector search that picks exact or HNSW iterative scan per query.
+"""Vector lane: filtered pgvector search, exact over small visible sets and HNSW iterative scan otherwise.
 
-Filtered HNSW loses results when few rows are visible (the graph walk finds too few that pass the
-filter). We estimate the visible row count with the planner; small visible sets are scanned exactly
-(recall 1.0, cheap because they are small), larger ones use HNSW iterative scan with `ef_search`
-scaled by the inverse of the visible fraction.
+Filtered HNSW loses results when few rows are visible: the graph walk meets too few rows that pass
+the filter. Per query we ask the planner how many vectors the scope makes visible:
+
+* at most `exact_scan_max_rows`: rank every visible row (recall 1.0; ~2.5 us a row, so 1k rows take
+  ~1 ms but 10k rows ~25 ms at p95 -- keep the threshold near 5k).
+* more: HNSW iterative scan in strict order with `ef_search = 2 * limit / visible fraction`, so about
+  2 * limit visible rows are among the first candidates of the walk (100k vectors, 10% visible,
+  ef_search 200: recall@10 0.999 at p95 12 ms, vs 25 ms for the exact scan).
+
+Every query runs with JIT off: it only adds compile time (1% visible, exact: p95 4.8 ms -> 1.5 ms). A
+planner estimate can be wrong (ACL-token statistics are coarse): when the graph walk returns fewer
+than `limit` rows the visible set is evidently small, so the query is repeated exactly.
 """
 
 from __future__ import annotations
@@ -27,6 +35,8 @@ from retrieval_backends.types import LaneHit, SearchScope
 
 MIN_EF_SEARCH = 40
 MAX_EF_SEARCH = 1000
+EF_PER_VISIBLE_HIT = 2
+COMMON_GUCS: dict[str, str | int] = {"jit": "off"}
 
 
 def _candidate_sql(scope: SearchScope, dimensions: int, model: str | None) -> tuple[str, list[Any]]:
@@ -38,21 +48,20 @@ def _candidate_sql(scope: SearchScope, dimensions: int, model: str | None) -> tu
     return where, params
 
 
-def _estimate_rows(cursor: Any, where: str, params: list[Any]) -> float:
+def _plan_rows(cursor: Any, where: str, params: list[Any]) -> float:
     cursor.execute(f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {EMBEDDING} e WHERE {where}", params)
     plan = cursor.fetchone()[0]
     plan = json.loads(plan) if isinstance(plan, str) else plan
     return float(plan[0]["Plan"]["Plan Rows"])
 
 
-def _total_rows(cursor: Any, dimensions: int, tenant_id: int) -> float:
-    cursor.execute(
-        f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {EMBEDDING} e WHERE e.dimensions = %s AND e.tenant_id = %s",
-        [dimensions, tenant_id],
-    )
-    plan = cursor.fetchone()[0]
-    plan = json.loads(plan) if isinstance(plan, str) else plan
-    return max(float(plan[0]["Plan"]["Plan Rows"]), 1.0)
+def _visible_estimate(
+    cursor: Any, scope: SearchScope, where: str, params: list[Any], dims: int
+) -> tuple[float, float]:
+    """Planner estimates of the visible vectors and of their fraction of the tenant's vectors."""
+    visible = _plan_rows(cursor, where, params)
+    total = _plan_rows(cursor, "e.dimensions = %s AND e.tenant_id = %s", [dims, scope.tenant_id])
+    return visible, min(1.0, visible / max(total, 1.0))
 
 
 def _hydrate_sql(inner: str) -> str:
@@ -63,10 +72,38 @@ def _hydrate_sql(inner: str) -> str:
     )
 
 
+def _exact_sql(where: str) -> str:
+    # The un-cast expression cannot use the HNSW index, so every visible row is ranked.
+    return _hydrate_sql(
+        f"SELECT e.chunk_id, e.embedding <=> %s::vector AS dist FROM {EMBEDDING} e "
+        f"WHERE {where} ORDER BY dist, e.chunk_id LIMIT %s"
+    )
+
+
+def _hnsw_sql(where: str, dimensions: int) -> str:
+    cast = f"vector({int(dimensions)})"
+    return _hydrate_sql(
+        f"SELECT e.chunk_id, e.embedding::{cast} <=> %s::{cast} AS dist FROM {EMBEDDING} e "
+        f"WHERE {where} ORDER BY dist LIMIT %s"
+    )
+
+
 def choose_ef_search(limit: int, visible_fraction: float) -> int:
     """Candidate-list size for iterative HNSW: enough that ~limit visible rows survive the filter."""
-    wanted = limit * 4 / max(visible_fraction, 1e-3)
+    wanted = limit * EF_PER_VISIBLE_HIT / max(visible_fraction, 1e-3)
     return int(min(MAX_EF_SEARCH, max(MIN_EF_SEARCH, math.ceil(wanted))))
+
+
+def hnsw_settings(limit: int, visible_fraction: float) -> dict[str, str | int]:
+    return {
+        **COMMON_GUCS,
+        "hnsw.ef_search": choose_ef_search(limit, visible_fraction),
+        "hnsw.iterative_scan": "strict_order",
+        "hnsw.max_scan_tuples": 50000,
+        # The walk must use the index; a bitmap scan plus sort is the exact path, chosen above.
+        "enable_seqscan": "off",
+        "enable_bitmapscan": "off",
+    }
 
 
 def vector_search(
@@ -84,31 +121,16 @@ def vector_search(
     if len(query) != dimensions:
         raise ValueError(f"query vector has {len(query)} dimensions, expected {dimensions}")
     where, params = _candidate_sql(scope, dimensions, model)
-    qvec = vector_literal(query)
-    indexed = dimensions in INDEXED_DIMENSIONS
-    estimate, fraction = 0.0, 1.0
-    if indexed:
+    args = [vector_literal(query), *params, limit]
+    if dimensions in INDEXED_DIMENSIONS:
         with lane_settings(timeout_ms) as cursor:
-            estimate = _estimate_rows(cursor, where, params)
-            fraction = min(1.0, estimate / _total_rows(cursor, dimensions, scope.tenant_id))
-    if not indexed or estimate <= exact_scan_max_rows:
-        # Exact: the un-cast expression cannot use the HNSW index, so every visible row is ranked.
-        inner = (
-            f"SELECT e.chunk_id, e.embedding <=> %s::vector AS dist FROM {EMBEDDING} e "
-            f"WHERE {where} ORDER BY dist, e.chunk_id LIMIT %s"
-        )
-        gucs: dict[str, str | int] = {}
-    else:
-        cast = f"vector({int(dimensions)})"
-        inner = (
-            f"SELECT e.chunk_id, e.embedding::{cast} <=> %s::{cast} AS dist FROM {EMBEDDING} e "
-            f"WHERE {where} ORDER BY dist LIMIT %s"
-        )
-        gucs = {
-            "hnsw.ef_search": choose_ef_search(limit, fraction),
-            "hnsw.iterative_scan": "relaxed_order",
-            "hnsw.max_scan_tuples": 50000,
-        }
-    with lane_settings(timeout_ms, **gucs) as cursor:
-        cursor.execute(_hydrate_sql(inner), [qvec, *params, limit])
+            visible, fraction = _visible_estimate(cursor, scope, where, params, dimensions)
+        if visible > exact_scan_max_rows:
+            with lane_settings(timeout_ms, **hnsw_settings(limit, fraction)) as cursor:
+                cursor.execute(_hnsw_sql(where, dimensions), args)
+                hits = rows_to_hits(cursor.fetchall())
+            if len(hits) >= limit:
+                return hits
+    with lane_settings(timeout_ms, **COMMON_GUCS) as cursor:
+        cursor.execute(_exact_sql(where), args)
         return rows_to_hits(cursor.fetchall())

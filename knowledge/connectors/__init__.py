@@ -1,0 +1,1 @@
+"""Loaders that turn external sources (files, BEIR corpora, web pages) into source documents."""

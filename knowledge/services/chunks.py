@@ -1,0 +1,67 @@
+"""Replaces documents' chunks and vectors through the retrieval backend, many documents per statement."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from knowledge.models import Document
+from knowledge.pipeline.chunkers.base import ChunkText
+from knowledge.services.access import schedule_index_sync
+from retrieval_backends.registry import get_backend
+from retrieval_backends.types import ChunkInput, EmbeddingUpdate
+
+
+@dataclass(frozen=True)
+class PreparedChunks:
+    """A document with its freshly chunked text and one vector per chunk."""
+
+    document: Document
+    acl_tokens: tuple[str, ...]
+    chunks: Sequence[ChunkText]
+    vectors: Sequence[Sequence[float]]
+    is_new: bool = False
+
+
+def _inputs(item: PreparedChunks) -> list[ChunkInput]:
+    document = item.document
+    return [
+        ChunkInput(
+            document_id=document.pk,
+            chunk_index=c.index,
+            parent_index=c.parent_index,
+            content=c.text,
+            token_count=c.token_count,
+            language=document.language,
+            tenant_id=document.tenant_id,
+            connector_id=document.connector_id,
+            environment_id=document.environment_id,
+            is_deleted=document.deleted_at is not None,
+            acl_tokens=item.acl_tokens,
+        )
+        for c in item.chunks
+    ]
+
+
+@transaction.atomic
+def chunks_replace(*, prepared: Sequence[PreparedChunks], model: str) -> int:
+    """Swap every document's old chunks for the new ones in one transaction; returns chunks written."""
+    backend = get_backend()
+    for item in prepared:
+        if not item.is_new:
+            backend.delete_document_chunks(item.document.pk)
+    inputs = [chunk for item in prepared for chunk in _inputs(item)]
+    stored = backend.insert_chunks(inputs)
+    vectors = [vector for item in prepared for vector in item.vectors]
+    by_dimension: dict[int, list[EmbeddingUpdate]] = defaultdict(list)
+    for chunk, vector in zip(stored, vectors, strict=True):
+        by_dimension[len(vector)].append(
+            EmbeddingUpdate(chunk_id=chunk.id, vector=tuple(vector), model=model)
+        )
+    for dimensions, updates in by_dimension.items():
+        backend.index_embeddings(updates, dimensions)
+    schedule_index_sync([item.document.pk for item in prepared])
+    return len(stored)
