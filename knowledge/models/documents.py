@@ -7,6 +7,7 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.db.models import Q
 from pgvector.django import VectorField
 
 from knowledge.models.connectors import Connector
@@ -106,6 +107,10 @@ class Chunk(SearchFilterFields):
             GinIndex(fields=["search_vector"], name="chunk_search_vector_gin"),
             GinIndex(fields=["acl_tokens"], name="chunk_acl_tokens_gin"),
             models.Index(fields=["tenant", "connector", "is_deleted"], name="chunk_filter_btree"),
+            # Lets the keyword lane list a tenant's languages with a few index probes.
+            models.Index(
+                fields=["tenant", "language"], name="chunk_tenant_language", condition=Q(is_deleted=False)
+            ),
         ]
 
     def __str__(self) -> str:

@@ -13,7 +13,7 @@ from knowledge.models import Chunk
 from retrieval_backends.base import BackendUnavailable, KnowledgeRetrievalBackend
 from retrieval_backends.postgres import bm25, keyword, neighbors, vector, writes
 from retrieval_backends.postgres.bm25 import BM25Params
-from retrieval_backends.postgres.sql import CHUNK, EMBEDDING, connector_filter
+from retrieval_backends.postgres.sql import CHUNK, EMBEDDING, connector_filter, distinct_values
 from retrieval_backends.types import (
     AccessScope,
     ChunkInput,
@@ -98,26 +98,14 @@ class PostgresRetrievalBackend(KnowledgeRetrievalBackend):
 
     # --- diagnostics --------------------------------------------------------------------------------
     def get_text_search_languages(self, tenant_id: int, connector_ids: Sequence[int] | None) -> list[str]:
-        where, params = connector_filter("c", connector_ids)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT DISTINCT c.language FROM {CHUNK} c "
-                f"WHERE c.tenant_id = %s AND NOT c.is_deleted AND {where} ORDER BY 1",
-                [tenant_id, *params],
-            )
-            return [row[0] for row in cursor.fetchall()]
+        where, params = connector_filter("t", connector_ids)
+        return distinct_values(CHUNK, "language", f"NOT t.is_deleted AND {where}", tenant_id, params)
 
     def get_populated_embedding_dimensions(
         self, tenant_id: int, connector_ids: Sequence[int] | None
     ) -> list[int]:
-        where, params = connector_filter("e", connector_ids)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT DISTINCT e.dimensions FROM {EMBEDDING} e "
-                f"WHERE e.tenant_id = %s AND {where} ORDER BY 1",
-                [tenant_id, *params],
-            )
-            return [row[0] for row in cursor.fetchall()]
+        where, params = connector_filter("t", connector_ids)
+        return distinct_values(EMBEDDING, "dimensions", where, tenant_id, params)
 
     def has_keyword_statistics(
         self, tenant_id: int, languages: Sequence[str], connector_ids: Sequence[int] | None

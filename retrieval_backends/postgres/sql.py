@@ -83,3 +83,25 @@ def rows_to_hits(rows: Sequence[Sequence[Any]]) -> list[LaneHit]:
         )
         for r in rows
     ]
+
+
+def distinct_values(table: str, column: str, where: str, tenant_id: int, params: list[Any]) -> list[Any]:
+    """Distinct values of an indexed (tenant_id, column) pair by a loose index scan, ascending.
+
+    One index probe per distinct value instead of reading every row of the tenant.
+    """
+    step = (
+        f"SELECT t.{column} FROM {table} t WHERE t.tenant_id = %s AND {where} {{extra}} "
+        f"ORDER BY t.{column} LIMIT 1"
+    )
+    sql = f"""
+WITH RECURSIVE v(value) AS (
+    ({step.format(extra="")})
+    UNION ALL
+    SELECT ({step.format(extra=f"AND t.{column} > v.value")}) FROM v WHERE v.value IS NOT NULL
+)
+SELECT value FROM v WHERE value IS NOT NULL
+"""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [tenant_id, *params, tenant_id, *params])
+        return [row[0] for row in cursor.fetchall()]
