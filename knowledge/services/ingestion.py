@@ -68,17 +68,45 @@ def _batches(documents: Iterable[SourceDocument], size: int) -> Iterator[list[So
         yield batch
 
 
+def _stored_state(connector: Connector, batch: list[SourceDocument]) -> dict[str, tuple[Any, ...]]:
+    """external id → (content hash, other fields, principal ids) of the batch's stored documents."""
+    rows = Document.objects.filter(connector=connector, external_id__in=[d.external_id for d in batch])
+    principals: dict[int, set[int]] = {}
+    through = Document.allowed_principals.through
+    for document_id, principal_id in through.objects.filter(document__in=rows).values_list(
+        "document_id", "principal_id"
+    ):
+        principals.setdefault(document_id, set()).add(principal_id)
+    return {
+        d.external_id: (
+            d.content_hash,
+            (d.title, d.source_url, d.metadata, d.language, d.environment_id, d.is_public, d.deleted_at),
+            principals.get(d.pk, set()),
+        )
+        for d in rows
+    }
+
+
 def _needs_chunks(connector: Connector, batch: list[SourceDocument]) -> list[SourceDocument]:
-    existing = dict(
-        Document.objects.filter(
-            connector=connector, external_id__in=[d.external_id for d in batch]
-        ).values_list("external_id", "content_hash")
-    )
+    """The documents whose content changed; unchanged ones are refreshed without re-embedding."""
+    stored = _stored_state(connector, batch)
     stale = []
     for source in batch:
-        if existing.get(source.external_id) != content_hash(source.content):
+        state = stored.get(source.external_id)
+        if state is None or state[0] != content_hash(source.content):
             stale.append(source)
-        else:  # content unchanged: refresh the other fields without re-embedding
+            continue
+        environment = source.environment or connector.environment
+        fields = (
+            source.title,
+            source.source_url,
+            source.metadata,
+            source.language,
+            environment.pk if environment else None,
+            source.is_public,
+            None,
+        )
+        if fields != state[1] or {p.pk for p in source.principals} != state[2]:
             _upsert_one(connector, source)
     return stale
 
