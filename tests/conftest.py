@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from knowledge.pipeline.active import forget_active_embedder
 from knowledge.pipeline.registry import reset_pipeline
 from knowledge.selectors.search import close_lane_connections
 from retrieval_backends.registry import reset_backend
@@ -15,9 +16,11 @@ from retrieval_backends.registry import reset_backend
 def _fresh_registries() -> Iterator[None]:
     reset_backend()
     reset_pipeline()
+    forget_active_embedder()
     yield
     reset_backend()
     reset_pipeline()
+    forget_active_embedder()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -3,11 +3,13 @@
 from knowledge.models.api_keys import ApiKey
 from knowledge.models.connectors import Connector
 from knowledge.models.documents import Chunk, ChunkEmbedding, Document
+from knowledge.models.embedding_state import ActiveEmbedder, ReindexJob
 from knowledge.models.keyword_stats import KeywordStatistics, KeywordTerm
 from knowledge.models.principals import Principal
 from knowledge.models.tenancy import Environment, Tenant
 
 __all__ = [
+    "ActiveEmbedder",
     "ApiKey",
     "Chunk",
     "ChunkEmbedding",
@@ -17,5 +19,6 @@ __all__ = [
     "KeywordStatistics",
     "KeywordTerm",
     "Principal",
+    "ReindexJob",
     "Tenant",
 ]

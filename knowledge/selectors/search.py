@@ -12,10 +12,11 @@ from django.conf import settings
 from django.db import connection
 
 from knowledge.errors import InvalidInput
+from knowledge.pipeline.active import active_embedder
 from knowledge.pipeline.compressors.base import Compressor
 from knowledge.pipeline.fusers.base import FusedHit, Fuser
 from knowledge.pipeline.fusers.rrf import RRFFuser
-from knowledge.pipeline.registry import get_compressor, get_embedder, get_fuser, get_reranker
+from knowledge.pipeline.registry import get_compressor, get_fuser, get_reranker
 from knowledge.pipeline.rerankers.base import Reranker
 from knowledge.pipeline.types import Candidate, Query
 from knowledge.selectors.vectors import chunk_vectors
@@ -77,7 +78,7 @@ def _vector_query(
                 field="embedding",
             )
         return _VectorQuery(list(embedding), len(embedding), None)
-    embedder = get_embedder()
+    embedder = active_embedder()
     if embedder.dimension not in populated:
         warnings.append(
             f"vector lane skipped: no {embedder.dimension}-dimensional vectors are indexed "

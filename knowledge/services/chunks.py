@@ -14,6 +14,9 @@ from knowledge.services.access import schedule_index_sync
 from retrieval_backends.registry import get_backend
 from retrieval_backends.types import ChunkInput, EmbeddingUpdate
 
+# Model name recorded for vectors that API callers supplied themselves.
+CLIENT_MODEL = "client-supplied"
+
 
 @dataclass(frozen=True)
 class PreparedChunks:

@@ -14,11 +14,12 @@ from django.utils import timezone
 
 from knowledge.errors import InvalidInput, PayloadTooLarge
 from knowledge.models import Connector, Document, Environment, Principal
+from knowledge.pipeline.active import active_embedder
 from knowledge.pipeline.chunkers.base import ChunkSource, ChunkText
-from knowledge.pipeline.registry import get_chunker, get_embedder
+from knowledge.pipeline.registry import get_chunker
 from knowledge.selectors.documents import is_text_search_language
 from knowledge.services.access import document_access_sync, document_acl_tokens, schedule_index_sync
-from knowledge.services.chunks import PreparedChunks, chunks_replace
+from knowledge.services.chunks import CLIENT_MODEL, PreparedChunks, chunks_replace
 from retrieval_backends.registry import get_backend
 
 
@@ -34,9 +35,6 @@ def content_hash(content: str) -> str:
     return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
-CLIENT_MODEL = "client-supplied"
-
-
 def _check_size(content: str) -> None:
     limit = settings.KNOWLEDGE_MAX_CONTENT_CHARS
     if len(content) > limit:
@@ -50,7 +48,7 @@ def _prepare_chunks(
         text = f"{title}\n{content}" if title else content
         return [ChunkText(index=0, text=text)], [list(embedding)]
     chunks = get_chunker().chunk(ChunkSource(title=title, content=content, metadata=metadata))
-    return chunks, (get_embedder().embed_batch([c.text for c in chunks]) if chunks else [])
+    return chunks, (active_embedder().embed_batch([c.text for c in chunks]) if chunks else [])
 
 
 def _set_fields(document: Document, fields: dict[str, Any]) -> bool:
@@ -92,7 +90,7 @@ def document_upsert(
         needs_chunks = True  # the caller's vector may differ even when the text does not
     chunks: list[ChunkText] = []
     vectors: list[list[float]] = []
-    model = CLIENT_MODEL if embedding is not None else get_embedder().name
+    model = CLIENT_MODEL if embedding is not None else active_embedder().name
     if needs_chunks:
         chunks, vectors = _prepare_chunks(title, content, metadata or {}, embedding)
     principal_list = list(principals)

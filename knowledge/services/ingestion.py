@@ -16,8 +16,10 @@ from typing import Any
 from django.db import transaction
 
 from knowledge.models import Connector, Document, Environment, Principal
+from knowledge.pipeline.active import active_embedder
 from knowledge.pipeline.chunkers.base import ChunkSource, ChunkText
-from knowledge.pipeline.registry import get_chunker, get_embedder
+from knowledge.pipeline.embedders.base import Embedder
+from knowledge.pipeline.registry import get_chunker
 from knowledge.services.chunks import PreparedChunks, chunks_replace
 from knowledge.services.documents import _check_size, content_hash, document_upsert
 from retrieval_backends.types import PUBLIC_TOKEN
@@ -111,8 +113,8 @@ def _needs_chunks(connector: Connector, batch: list[SourceDocument]) -> list[Sou
     return stale
 
 
-def _prepare(sources: list[SourceDocument]) -> _Batch:
-    chunker, embedder = get_chunker(), get_embedder()
+def _prepare(sources: list[SourceDocument], embedder: Embedder) -> _Batch:
+    chunker = get_chunker()
     chunks = [chunker.chunk(ChunkSource(s.title, s.content, s.metadata)) for s in sources]
     flat = embedder.embed_batch([c.text for doc in chunks for c in doc]) if any(chunks) else []
     vectors, start = [], 0
@@ -202,7 +204,7 @@ def documents_ingest(
 ) -> IngestStats:
     """Ingest documents in batches; `on_progress(new documents, new chunks)` reports progress."""
     stats, started = IngestStats(), time.monotonic()
-    model = get_embedder().name
+    embedder = active_embedder()
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-embed") as pool:
         pending: Future[_Batch] | None = None
         for batch in _batches(documents, batch_size):
@@ -215,12 +217,12 @@ def documents_ingest(
             if on_progress:
                 on_progress(len(sources), 0)
             # Embed this batch in the background while the previous one is written.
-            following = pool.submit(_prepare, stale) if stale else None
+            following = pool.submit(_prepare, stale, embedder) if stale else None
             if pending is not None:
-                _flush(connector, pending.result(), model, stats, on_progress)
+                _flush(connector, pending.result(), embedder.name, stats, on_progress)
             pending = following
         if pending is not None:
-            _flush(connector, pending.result(), model, stats, on_progress)
+            _flush(connector, pending.result(), embedder.name, stats, on_progress)
     stats.seconds = time.monotonic() - started
     return stats
 

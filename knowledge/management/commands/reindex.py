@@ -1,0 +1,54 @@
+"""Blue/green re-embedding of every chunk with another embedder, then an atomic switch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from tqdm import tqdm
+
+from knowledge.pipeline.active import active_spec, embedder_for
+from knowledge.pipeline.registry import configured_name
+from knowledge.services.reindex import (
+    chunks_missing,
+    reindex_backfill,
+    reindex_job_for,
+    reindex_prune,
+    reindex_switch,
+)
+
+
+class Command(BaseCommand):
+    help = (
+        "Re-embed every chunk with EMBEDDER while search keeps serving the current vectors; switch when "
+        "complete. Resumable: run it again after an interruption."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--embedder", default=None, help="short name or dotted path (default: KNOWLEDGE_EMBEDDER)"
+        )
+        parser.add_argument("--batch-size", type=int, default=64)
+        parser.add_argument("--prune", action="store_true", help="after the switch, delete the old vectors")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        spec = options["embedder"] or configured_name("embedder")
+        if options["batch_size"] < 1:
+            raise CommandError("--batch-size must be at least 1")
+        try:
+            embedder = embedder_for(spec)
+        except (ImproperlyConfigured, ValueError) as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(
+            f"active: {active_spec()}; target: {spec} ({embedder.name}, {embedder.dimension}-d)"
+        )
+        job = reindex_job_for(spec=spec)
+        with tqdm(
+            total=chunks_missing(model=embedder.name), unit="chunk", desc="re-embedding", disable=None
+        ) as bar:
+            done = reindex_backfill(job=job, batch_size=options["batch_size"], on_progress=bar.update)
+        reindex_switch(job=job)
+        self.stdout.write(f"embedded {done} chunks; {spec} is now the active embedder")
+        if options["prune"]:
+            self.stdout.write(f"deleted {reindex_prune(keep_model=embedder.name)} vectors of other models")

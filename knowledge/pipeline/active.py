@@ -1,0 +1,55 @@
+"""The embedder that serves queries and new documents: the last reindex switch, else the setting.
+
+Looked up at most every few seconds per process, so a switch made by `manage.py reindex` reaches
+running web and worker processes without a restart (the old vectors keep serving until then).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from functools import lru_cache
+
+from django.db import DatabaseError
+
+from knowledge.models import ActiveEmbedder
+from knowledge.pipeline.embedders.base import Embedder
+from knowledge.pipeline.registry import build, configured_name
+
+REFRESH_SECONDS = 5.0
+_lock = threading.Lock()
+_cached: tuple[float, str] | None = None
+
+
+@lru_cache(maxsize=4)
+def embedder_for(spec: str) -> Embedder:
+    """One instance per embedder spec and process (models load once)."""
+    embedder = build("embedder", spec)
+    assert isinstance(embedder, Embedder)
+    return embedder
+
+
+def active_spec() -> str:
+    """The active embedder's spec: the switched one recorded in the database, else the setting."""
+    global _cached
+    with _lock:
+        now = time.monotonic()
+        if _cached is None or now - _cached[0] > REFRESH_SECONDS:
+            try:
+                row = ActiveEmbedder.objects.filter(pk=ActiveEmbedder.SINGLETON_ID).first()
+            except DatabaseError:  # e.g. before migrations; the setting still works
+                row = None
+            _cached = (now, row.spec if row else configured_name("embedder"))
+        return _cached[1]
+
+
+def active_embedder() -> Embedder:
+    return embedder_for(active_spec())
+
+
+def forget_active_embedder() -> None:
+    """Drop the cached lookup (after a switch in this process, and in tests)."""
+    global _cached
+    with _lock:
+        _cached = None
+    embedder_for.cache_clear()

@@ -1,0 +1,102 @@
+"""Blue/green re-embedding: backfill a new model's vectors beside the old ones, then switch atomically.
+
+Search keeps using the active model's vectors during the backfill (vectors are stored per model).
+The backfill walks chunks in id order and skips chunks that already have the new model's vector,
+so it resumes where it stopped after a crash. The switch locks the chunk table against inserts,
+embeds any chunk ingested meanwhile, and records the new active embedder in one transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from knowledge.models import ActiveEmbedder, ChunkEmbedding, ReindexJob
+from knowledge.pipeline.active import embedder_for, forget_active_embedder
+from knowledge.pipeline.embedders.base import Embedder
+from knowledge.services.chunks import CLIENT_MODEL
+from retrieval_backends.registry import get_backend
+from retrieval_backends.types import EmbeddingUpdate
+
+MISSING = """
+SELECT c.id, c.content FROM knowledge_chunk c
+WHERE c.id > %s AND NOT EXISTS (
+    SELECT 1 FROM knowledge_chunkembedding e WHERE e.chunk_id = c.id AND e.model = %s)
+ORDER BY c.id LIMIT %s
+"""
+
+
+def reindex_job_for(*, spec: str) -> ReindexJob:
+    """The running job for this embedder (resumed), or a new one."""
+    embedder = embedder_for(spec)
+    job = ReindexJob.objects.filter(status=ReindexJob.Status.RUNNING, model=embedder.name).first()
+    if job is None:
+        job = ReindexJob.objects.create(spec=spec, model=embedder.name, dimension=embedder.dimension)
+    return job
+
+
+def chunks_missing(*, model: str) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM knowledge_chunk c WHERE NOT EXISTS ("
+            "SELECT 1 FROM knowledge_chunkembedding e WHERE e.chunk_id = c.id AND e.model = %s)",
+            [model],
+        )
+        return int(cursor.fetchone()[0])
+
+
+def _embed_batch(embedder: Embedder, after_id: int, batch_size: int) -> tuple[int, int]:
+    """Embed the next chunks lacking this model's vector; returns (count, last chunk id)."""
+    with connection.cursor() as cursor:
+        cursor.execute(MISSING, [after_id, embedder.name, batch_size])
+        rows = cursor.fetchall()
+    if not rows:
+        return 0, after_id
+    vectors = embedder.embed_batch([content for _, content in rows])
+    updates = [
+        EmbeddingUpdate(chunk_id=i, vector=tuple(v), model=embedder.name)
+        for (i, _), v in zip(rows, vectors, strict=True)
+    ]
+    get_backend().index_embeddings(updates, embedder.dimension)
+    return len(rows), rows[-1][0]
+
+
+def reindex_backfill(
+    *, job: ReindexJob, batch_size: int = 64, on_progress: Callable[[int], None] | None = None
+) -> int:
+    """Give every chunk a vector of the job's model; returns how many were embedded now."""
+    embedder, last_id, total = embedder_for(job.spec), 0, 0
+    while True:
+        count, last_id = _embed_batch(embedder, last_id, batch_size)
+        if not count:
+            return total
+        total += count
+        ReindexJob.objects.filter(pk=job.pk).update(embedded=job.embedded + total)
+        if on_progress:
+            on_progress(count)
+
+
+def reindex_switch(*, job: ReindexJob) -> None:
+    """Make the job's embedder active once every chunk has its vector (stragglers embedded here)."""
+    embedder = embedder_for(job.spec)
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("LOCK TABLE knowledge_chunk IN SHARE MODE")  # no inserts until we commit
+        while _embed_batch(embedder, 0, 256)[0]:
+            pass
+        ActiveEmbedder.objects.update_or_create(
+            pk=ActiveEmbedder.SINGLETON_ID,
+            defaults={"spec": job.spec, "model": embedder.name, "dimension": embedder.dimension},
+        )
+        ReindexJob.objects.filter(pk=job.pk).update(
+            status=ReindexJob.Status.SWITCHED, finished_at=timezone.now()
+        )
+    forget_active_embedder()
+
+
+def reindex_prune(*, keep_model: str) -> int:
+    """Delete vectors of every other model (caller-supplied vectors are kept); returns the count."""
+    deleted, _ = ChunkEmbedding.objects.exclude(model__in=[keep_model, CLIENT_MODEL]).delete()
+    return deleted
