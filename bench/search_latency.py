@@ -7,7 +7,6 @@ import hashlib
 import json
 import math
 import operator
-import os
 import random
 import sys
 import time
@@ -15,10 +14,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-ROOT = Path(__file__).resolve().parent.parent
-DEV_URL = "postgres://postgres:postgres@127.0.0.1:5433/knowledge"
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runnable as a script from anywhere
+from bench.common import setup_django, summary  # noqa: E402
+
 DIM, MODEL, CHUNKS_PER_DOC, LIMIT = 384, "bench-random-384", 5, 10
 VOCAB_SIZE, ZIPF_S, STOPWORD_RANKS = 20_000, 1.1, 100
 # Isotropic random 384-d vectors have no neighbourhood structure (HNSW recall@10 ~0.2 on them); real
@@ -40,32 +39,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--database", default="knowledge_bench")
     parser.add_argument("--seed", type=int, default=42)
     return parser.parse_args()
-
-
-def bench_url(database: str) -> str:
-    """The server of DATABASE_URL (or the dev default) with the benchmark database; never the dev one."""
-    base = urlsplit(os.environ.get("DATABASE_URL", DEV_URL))
-    if base.path.lstrip("/") == database:
-        sys.exit(f"refusing to benchmark in {database!r}: it is the DATABASE_URL database")
-    return urlunsplit(base._replace(path=f"/{database}"))
-
-
-def setup_django(database: str) -> None:
-    """Create the benchmark database if missing, point Django at it and migrate."""
-    import psycopg
-
-    url = bench_url(database)
-    with psycopg.connect(urlunsplit(urlsplit(url)._replace(path="/postgres")), autocommit=True) as conn:
-        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database]).fetchone() is None:
-            conn.execute(f'CREATE DATABASE "{database}"')
-    os.environ["DATABASE_URL"] = url
-    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
-    sys.path.insert(0, str(ROOT))
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0)
 
 
 # --- corpus --------------------------------------------------------------------------------------------
@@ -271,15 +244,6 @@ def make_queries(count: int, seed: int) -> list[tuple[list[float], str]]:
 
 
 # --- timing --------------------------------------------------------------------------------------------
-def percentile(samples: Sequence[float], fraction: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(fraction * len(ordered)) - 1))]
-
-
-def summary(samples: Sequence[float]) -> dict[str, float]:
-    return {"p50_ms": round(percentile(samples, 0.5), 2), "p95_ms": round(percentile(samples, 0.95), 2)}
-
-
 def timed(fn: Callable[[Any], Any], query: Any) -> tuple[float, Any]:
     started = time.perf_counter()
     result = fn(query)

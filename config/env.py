@@ -29,6 +29,14 @@ def positive_int(name: str, default: int) -> int:
     return value
 
 
+def non_negative_int(name: str, default: int) -> int:
+    """Read an integer variable that must be >= 0."""
+    raw = env.str(name, default=str(default))
+    if not raw.strip().isdigit():
+        raise ImproperlyConfigured(f"{name} must be a whole number >= 0, got {raw!r}.")
+    return int(raw)
+
+
 def positive_float(name: str, default: float) -> float:
     """Read a float variable that must be > 0."""
     raw = env.str(name, default=str(default))

@@ -94,12 +94,30 @@ RETRIEVAL_BACKEND = {
         "keyword_candidate_budget": cfg.positive_int("KNOWLEDGE_KEYWORD_CANDIDATE_BUDGET", 20000),
     },
 }
-KNOWLEDGE_EMBEDDER = env.str("KNOWLEDGE_EMBEDDER", default="hashing")
-KNOWLEDGE_CHUNKER = env.str("KNOWLEDGE_CHUNKER", default="heading-prefix")
-KNOWLEDGE_FUSER = env.str("KNOWLEDGE_FUSER", default="rrf")
-KNOWLEDGE_RERANKER = env.str("KNOWLEDGE_RERANKER", default="none")
-KNOWLEDGE_COMPRESSOR = env.str("KNOWLEDGE_COMPRESSOR", default="none")
+# Pipeline plugins: unset means plugins.json, then the built-in default (see knowledge/pipeline/registry.py).
+KNOWLEDGE_EMBEDDER = env.str("KNOWLEDGE_EMBEDDER", default=None)
+KNOWLEDGE_CHUNKER = env.str("KNOWLEDGE_CHUNKER", default=None)
+KNOWLEDGE_FUSER = env.str("KNOWLEDGE_FUSER", default=None)
+KNOWLEDGE_RERANKER = env.str("KNOWLEDGE_RERANKER", default=None)
+KNOWLEDGE_COMPRESSOR = env.str("KNOWLEDGE_COMPRESSOR", default=None)
+KNOWLEDGE_PLUGINS_FILE = BASE_DIR / env.str("KNOWLEDGE_PLUGINS_FILE", default="plugins.json")
+KNOWLEDGE_FUSION_ALPHA = cfg.unit_float("KNOWLEDGE_FUSION_ALPHA", 0.5)
+KNOWLEDGE_MMR_LAMBDA = cfg.unit_float("KNOWLEDGE_MMR_LAMBDA", 0.7)
 KNOWLEDGE_TOKEN_BUDGET = cfg.positive_int("KNOWLEDGE_TOKEN_BUDGET", 4000)
+
+# --- Embedders ---------------------------------------------------------------------------------------
+KNOWLEDGE_LOCAL_EMBEDDER_THREADS = cfg.non_negative_int("KNOWLEDGE_LOCAL_EMBEDDER_THREADS", 0)
+KNOWLEDGE_OPENAI_BASE_URL = env.str("KNOWLEDGE_OPENAI_BASE_URL", default="https://api.openai.com/v1")
+KNOWLEDGE_OPENAI_API_KEY = env.str("KNOWLEDGE_OPENAI_API_KEY", default="")
+KNOWLEDGE_OPENAI_MODEL = env.str("KNOWLEDGE_OPENAI_MODEL", default="text-embedding-3-small")
+KNOWLEDGE_OPENAI_DIMENSION = cfg.positive_int("KNOWLEDGE_OPENAI_DIMENSION", 1536)
+KNOWLEDGE_OPENAI_SEND_DIMENSIONS = cfg.boolean("KNOWLEDGE_OPENAI_SEND_DIMENSIONS", False)
+KNOWLEDGE_OLLAMA_BASE_URL = env.str("KNOWLEDGE_OLLAMA_BASE_URL", default="http://127.0.0.1:11434")
+KNOWLEDGE_OLLAMA_MODEL = env.str("KNOWLEDGE_OLLAMA_MODEL", default="nomic-embed-text")
+KNOWLEDGE_OLLAMA_DIMENSION = cfg.positive_int("KNOWLEDGE_OLLAMA_DIMENSION", 768)
+KNOWLEDGE_HTTP_EMBEDDER_BATCH = cfg.positive_int("KNOWLEDGE_HTTP_EMBEDDER_BATCH", 64)
+KNOWLEDGE_HTTP_EMBEDDER_TIMEOUT = cfg.positive_float("KNOWLEDGE_HTTP_EMBEDDER_TIMEOUT", 30.0)
+KNOWLEDGE_HTTP_EMBEDDER_RETRIES = cfg.non_negative_int("KNOWLEDGE_HTTP_EMBEDDER_RETRIES", 3)
 KNOWLEDGE_RRF_K = cfg.positive_int("KNOWLEDGE_RRF_K", 60)
 KNOWLEDGE_CANDIDATES_PER_LANE = cfg.positive_int("KNOWLEDGE_CANDIDATES_PER_LANE", 50)
 KNOWLEDGE_DEFAULT_LANGUAGE = env.str("KNOWLEDGE_DEFAULT_LANGUAGE", default="english")

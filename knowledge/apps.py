@@ -7,3 +7,10 @@ class KnowledgeConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "knowledge"
     verbose_name = "Knowledge base"
+
+    def ready(self) -> None:
+        from django.core import checks
+
+        from knowledge.checks import check_pipeline_plugins
+
+        checks.register(check_pipeline_plugins, "knowledge")

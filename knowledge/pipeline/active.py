@@ -23,8 +23,8 @@ _cached: tuple[float, str] | None = None
 
 @lru_cache(maxsize=4)
 def embedder_for(spec: str) -> Embedder:
-    """One instance per embedder spec and process (models load once)."""
-    embedder = build("embedder", spec)
+    """One instance per embedder spec and process (models load once); the configured one keeps its options."""
+    embedder = build("embedder") if spec == configured_name("embedder") else build("embedder", spec)
     assert isinstance(embedder, Embedder)
     return embedder
 

@@ -1,9 +1,13 @@
-"""Resolves each pipeline layer from settings: a short name or a dotted path, built once per process."""
+"""Resolves each pipeline layer (environment, then plugins.json, then default); builds it once per process."""
 
 from __future__ import annotations
 
+import json
+import os
+from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -15,27 +19,44 @@ from knowledge.pipeline.embedders.base import Embedder
 from knowledge.pipeline.fusers.base import Fuser
 from knowledge.pipeline.rerankers.base import Reranker
 
-T = TypeVar("T")
-
+PIPELINE = "knowledge.pipeline"
 LAYERS: dict[str, tuple[type, dict[str, str]]] = {
     "embedder": (
         Embedder,
         {
-            "hashing": "knowledge.pipeline.embedders.hashing.HashingEmbedder",
+            "hashing": f"{PIPELINE}.embedders.hashing.HashingEmbedder",
+            "local": f"{PIPELINE}.embedders.local.LocalMiniLMEmbedder",
+            "openai": f"{PIPELINE}.embedders.openai.OpenAIEmbedder",
+            "ollama": f"{PIPELINE}.embedders.ollama.OllamaEmbedder",
         },
     ),
     "chunker": (
         Chunker,
         {
-            "heading-prefix": "knowledge.pipeline.chunkers.heading_prefix.HeadingPrefixChunker",
+            "heading-prefix": f"{PIPELINE}.chunkers.heading_prefix.HeadingPrefixChunker",
+            "fixed-size": f"{PIPELINE}.chunkers.fixed_size.FixedSizeChunker",
+            "recursive": f"{PIPELINE}.chunkers.recursive.RecursiveChunker",
+            "parent-child": f"{PIPELINE}.chunkers.parent_child.ParentChildChunker",
         },
     ),
-    "fuser": (Fuser, {"rrf": "knowledge.pipeline.fusers.rrf.RRFFuser"}),
-    "reranker": (Reranker, {"none": "knowledge.pipeline.rerankers.none.NoReranker"}),
-    "compressor": (Compressor, {"none": "knowledge.pipeline.compressors.none.NoCompressor"}),
+    "fuser": (
+        Fuser,
+        {"rrf": f"{PIPELINE}.fusers.rrf.RRFFuser", "weighted": f"{PIPELINE}.fusers.weighted.WeightedFuser"},
+    ),
+    "reranker": (
+        Reranker,
+        {"none": f"{PIPELINE}.rerankers.none.NoReranker", "mmr": f"{PIPELINE}.rerankers.mmr.MMRReranker"},
+    ),
+    "compressor": (
+        Compressor,
+        {
+            "none": f"{PIPELINE}.compressors.none.NoCompressor",
+            "tfidf": f"{PIPELINE}.compressors.tfidf.TfidfCompressor",
+        },
+    ),
 }
 DEFAULTS = {
-    "embedder": "hashing",
+    "embedder": "local",
     "chunker": "heading-prefix",
     "fuser": "rrf",
     "reranker": "none",
@@ -43,27 +64,120 @@ DEFAULTS = {
 }
 
 
+@dataclass(frozen=True)
+class PluginChoice:
+    """A layer's selected plugin: its name (alias or dotted path), options, and where the choice came from."""
+
+    layer: str
+    name: str
+    options: dict[str, Any] = field(default_factory=dict)
+    source: str = "default"
+
+    @property
+    def path(self) -> str:
+        return LAYERS[self.layer][1].get(self.name, self.name)
+
+
+def env_variable(layer: str) -> str:
+    return f"KNOWLEDGE_{layer.upper()}"
+
+
+def plugins_file() -> Path:
+    return Path(getattr(settings, "KNOWLEDGE_PLUGINS_FILE", None) or Path(settings.BASE_DIR) / "plugins.json")
+
+
+def _file_entry(layer: str, entry: object, origin: str) -> PluginChoice:
+    if isinstance(entry, str) and entry.strip():
+        return PluginChoice(layer, entry.strip(), {}, origin)
+    if isinstance(entry, dict) and set(entry) <= {"class", "options"}:
+        name, options = entry.get("class"), entry.get("options", {})
+        if isinstance(name, str) and name.strip() and isinstance(options, dict):
+            return PluginChoice(layer, name.strip(), options, origin)
+    raise ImproperlyConfigured(
+        f'{origin}: expected a name or dotted path, or {{"class": "dotted.path", "options": {{...}}}}, '
+        f"got {entry!r}."
+    )
+
+
+def file_choices() -> dict[str, PluginChoice]:
+    """The layers chosen in plugins.json; a missing file chooses none."""
+    path = plugins_file()
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise ImproperlyConfigured(f"{path}: cannot read the plugins file ({exc}).") from exc
+    if not isinstance(raw, dict):
+        raise ImproperlyConfigured(f"{path}: expected a JSON object mapping layer to plugin, got {raw!r}.")
+    unknown = sorted(set(raw) - set(LAYERS))
+    if unknown:
+        raise ImproperlyConfigured(
+            f"{path}: unknown layer(s) {', '.join(map(repr, unknown))}; layers are {', '.join(LAYERS)}."
+        )
+    return {layer: _file_entry(layer, entry, f"{path} [{layer!r}]") for layer, entry in raw.items()}
+
+
+def _env_choice(layer: str) -> str | None:
+    """The environment's choice. A setting equal to the built-in default counts only if the variable is set
+    (settings that read the variable with a non-None default cannot tell "unset" apart otherwise)."""
+    value = (getattr(settings, env_variable(layer), None) or "").strip()
+    if not value or (value == DEFAULTS[layer] and env_variable(layer) not in os.environ):
+        return None
+    return value
+
+
+def configured_plugin(layer: str) -> PluginChoice:
+    """The layer's plugin: the environment beats plugins.json, which beats the built-in default.
+
+    When the environment names the same plugin as plugins.json, the file's options still apply.
+    """
+    if layer not in LAYERS:
+        raise ImproperlyConfigured(f"unknown pipeline layer {layer!r}; layers are {', '.join(LAYERS)}.")
+    from_file = file_choices().get(layer)
+    name = _env_choice(layer)
+    if name is not None:
+        choice = PluginChoice(layer, name, {}, f"environment variable {env_variable(layer)}")
+        same = from_file is not None and from_file.path == choice.path
+        return PluginChoice(layer, name, from_file.options, choice.source) if same and from_file else choice
+    return from_file or PluginChoice(layer, DEFAULTS[layer])
+
+
 def configured_name(layer: str) -> str:
-    """The configured plugin of a layer (environment beats the settings default)."""
-    return str(getattr(settings, f"KNOWLEDGE_{layer.upper()}", None) or DEFAULTS[layer])
+    """The configured plugin name (alias or dotted path) of a layer."""
+    return configured_plugin(layer).name
+
+
+def load_class(choice: PluginChoice) -> type:
+    """Import the plugin class and check it belongs to the layer; ImproperlyConfigured says why not."""
+    base, aliases = LAYERS[choice.layer]
+    try:
+        factory = import_string(choice.path)
+    except ImportError as exc:
+        raise ImproperlyConfigured(
+            f"{choice.layer} {choice.name!r} (from {choice.source}): cannot import {choice.path!r} ({exc}). "
+            f"Use one of {', '.join(sorted(aliases))}, or a dotted path to a {base.__name__} subclass."
+        ) from exc
+    if not (isinstance(factory, type) and issubclass(factory, base)):
+        raise ImproperlyConfigured(
+            f"{choice.layer} {choice.name!r} (from {choice.source}): {choice.path} is not a "
+            f"{base.__module__}.{base.__name__} subclass, so it cannot be the {choice.layer}."
+        )
+    return factory
 
 
 def build(layer: str, name: str | None = None, **options: Any) -> Any:
-    """Instantiate a layer's plugin by short name or dotted path, checking it is of the right layer."""
-    base, aliases = LAYERS[layer]
-    name = name or configured_name(layer)
-    path = aliases.get(name, name)
+    """Instantiate a layer's plugin (the configured one, or `name`), with the configured and given options."""
+    choice = configured_plugin(layer) if name is None else PluginChoice(layer, name, {}, "the caller")
+    factory = load_class(choice)
+    kwargs = {**choice.options, **options}
     try:
-        factory = import_string(path)
-    except ImportError as exc:
+        return factory(**kwargs)
+    except Exception as exc:  # a plugin's constructor may raise anything; say which plugin and options
         raise ImproperlyConfigured(
-            f"KNOWLEDGE_{layer.upper()}={name!r}: cannot import {path!r} ({exc}). "
-            f"Known names: {', '.join(sorted(aliases))}."
+            f"{choice.layer} {choice.name!r} (from {choice.source}): cannot be built with options "
+            f"{kwargs!r}: {exc}"
         ) from exc
-    instance = factory(**options)
-    if not isinstance(instance, base):
-        raise ImproperlyConfigured(f"KNOWLEDGE_{layer.upper()}={name!r} is not a {base.__name__}.")
-    return instance
 
 
 @lru_cache(maxsize=1)

@@ -19,7 +19,7 @@ from knowledge.pipeline.fusers.rrf import RRFFuser
 from knowledge.pipeline.registry import get_compressor, get_fuser, get_reranker
 from knowledge.pipeline.rerankers.base import Reranker
 from knowledge.pipeline.types import Candidate, Query
-from knowledge.selectors.vectors import chunk_vectors
+from knowledge.selectors.vectors import chunk_vectors, model_is_indexed
 from knowledge.selectors.verification import verify_hits
 from retrieval_backends.base import KnowledgeRetrievalBackend
 from retrieval_backends.registry import get_backend
@@ -79,10 +79,12 @@ def _vector_query(
             )
         return _VectorQuery(list(embedding), len(embedding), None)
     embedder = active_embedder()
-    if embedder.dimension not in populated:
+    if embedder.dimension not in populated or not model_is_indexed(
+        tenant_id=scope.tenant_id, model=embedder.name
+    ):
         warnings.append(
-            f"vector lane skipped: no {embedder.dimension}-dimensional vectors are indexed "
-            f"(indexed: {', '.join(map(str, populated)) or 'none'})"
+            f"vector lane skipped: no vectors of the active embedder {embedder.name!r} are indexed "
+            f"(indexed dimensions: {', '.join(map(str, populated)) or 'none'}); see `manage.py doctor`"
         )
         return None
     assert query_text is not None

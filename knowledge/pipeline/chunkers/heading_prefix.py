@@ -6,16 +6,19 @@ import re
 
 from django.conf import settings
 
-from knowledge.pipeline.chunkers.base import WORD, Chunker, ChunkSource, ChunkText
+from knowledge.pipeline.chunkers.base import Chunker, ChunkSource, ChunkText, count_tokens
+from knowledge.pipeline.chunkers.spans import recursive_spans
 
-HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
+FENCE = re.compile(r"^ {0,3}(```|~~~)")
 
 
 def _sections(content: str) -> list[tuple[list[str], str]]:
-    """(heading path, body) pairs in document order."""
+    """(heading path, body) pairs in document order; `#` lines inside fenced code are not headings."""
     path: list[tuple[int, str]] = []
     sections: list[tuple[list[str], str]] = []
     body: list[str] = []
+    in_fence = False
 
     def flush() -> None:
         text = "\n".join(body).strip()
@@ -24,7 +27,9 @@ def _sections(content: str) -> list[tuple[list[str], str]]:
         body.clear()
 
     for line in content.splitlines():
-        match = HEADING.match(line)
+        if FENCE.match(line):
+            in_fence = not in_fence
+        match = None if in_fence else HEADING.match(line)
         if match:
             flush()
             level = len(match.group(1))
@@ -35,30 +40,34 @@ def _sections(content: str) -> list[tuple[list[str], str]]:
     return sections
 
 
-def _windows(words: list[str], size: int, overlap: int) -> list[list[str]]:
-    if len(words) <= size:
-        return [words]
-    step = max(1, size - overlap)
-    return [words[i : i + size] for i in range(0, max(1, len(words) - overlap), step)]
+def _prefix(title: str, headings: list[str]) -> str:
+    parts = [title, *headings] if title else headings
+    # A first heading that repeats the title adds nothing.
+    return " > ".join(p for i, p in enumerate(parts) if p and (i == 0 or p != parts[i - 1]))
 
 
 class HeadingPrefixChunker(Chunker):
-    """Heading-aware chunks of at most `max_tokens` body words with `overlap` words of overlap."""
+    """Heading-aware chunks of at most `max_tokens` tokens; a section too long for one chunk is split at
+    paragraphs, then sentences, then words, and each piece repeats up to `overlap` tokens of the previous.
+
+    The heading prefix counts against the budget, but the body always keeps at least half of it. Body
+    text is kept verbatim (line breaks, lists and code survive).
+    """
 
     def __init__(self, max_tokens: int | None = None, overlap: int | None = None) -> None:
-        self.max_tokens = max_tokens or settings.KNOWLEDGE_CHUNK_TOKENS
-        self.overlap = min(overlap or settings.KNOWLEDGE_CHUNK_OVERLAP, self.max_tokens // 2)
+        self.max_tokens = max_tokens if max_tokens is not None else settings.KNOWLEDGE_CHUNK_TOKENS
+        overlap = overlap if overlap is not None else settings.KNOWLEDGE_CHUNK_OVERLAP
+        if self.max_tokens <= 0 or overlap < 0:
+            raise ValueError(f"need max_tokens > 0 and overlap >= 0, got {self.max_tokens}, {overlap}")
+        self.overlap = min(overlap, self.max_tokens // 2)
 
     def chunk(self, document: ChunkSource) -> list[ChunkText]:
         chunks: list[ChunkText] = []
         for headings, body in _sections(document.content) or [([], document.content)]:
-            prefix_parts = [document.title, *headings] if document.title else headings
-            # A first heading that repeats the title adds nothing.
-            prefix = " > ".join(
-                p for i, p in enumerate(prefix_parts) if p and (i == 0 or p != prefix_parts[i - 1])
-            )
-            for window in _windows(WORD.findall(body), self.max_tokens, self.overlap):
-                text = f"{prefix}\n{' '.join(window)}" if prefix else " ".join(window)
+            prefix = _prefix(document.title, headings)
+            budget = max(self.max_tokens - count_tokens(prefix), self.max_tokens // 2, 1)
+            for start, end in recursive_spans(body, (0, len(body)), budget, min(self.overlap, budget // 2)):
+                text = f"{prefix}\n{body[start:end]}" if prefix else body[start:end]
                 chunks.append(ChunkText(index=len(chunks), text=text, metadata={"headings": headings}))
         if not chunks and document.title:
             chunks.append(ChunkText(index=0, text=document.title))

@@ -1,0 +1,202 @@
+"""Checks the deployment (database, pgvector, Redis, backend, plugins, indexes) and says what to fix."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
+
+from knowledge.checks import plugin_hint
+from knowledge.models import Tenant
+from knowledge.pipeline.active import active_embedder, active_spec
+from knowledge.pipeline.validation import validate_pipeline
+from knowledge.services.documents import CLIENT_MODEL
+from retrieval_backends.registry import get_backend
+
+PGVECTOR_MINIMUM = (0, 7)
+PGVECTOR_ITERATIVE_SCANS = (0, 8)
+EMBEDDING_SQL = """
+SELECT t.slug,
+       count(DISTINCT e.chunk_id),
+       count(DISTINCT e.chunk_id) FILTER (WHERE e.model = %(model)s AND e.dimensions = %(dimensions)s),
+       array_agg(DISTINCT e.model || ' (' || e.dimensions || ' dimensions)')
+           FILTER (WHERE e.model <> %(model)s OR e.dimensions <> %(dimensions)s)
+FROM knowledge_chunkembedding e JOIN knowledge_tenant t ON t.id = e.tenant_id
+WHERE e.model <> %(client)s AND NOT e.is_deleted
+GROUP BY t.slug ORDER BY t.slug
+"""
+
+
+@dataclass(frozen=True)
+class Finding:
+    status: str  # OK, WARN or FAIL
+    subject: str
+    message: str
+    fix: str = ""
+
+
+def _ok(subject: str, message: str) -> Finding:
+    return Finding("OK", subject, message)
+
+
+def check_database() -> list[Finding]:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW server_version")
+            (version,) = cursor.fetchone() or ("?",)
+    except Exception as exc:  # any failure to connect is the finding
+        return [
+            Finding(
+                "FAIL",
+                "database",
+                f"unreachable: {exc}".strip(),
+                "check DATABASE_URL and that PostgreSQL runs (`scripts/services.sh up core` in development)",
+            )
+        ]
+    return [_ok("database", f"reachable (PostgreSQL {version})")]
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(".") if part.isdigit())
+
+
+def check_pgvector() -> list[Finding]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        row = cursor.fetchone()
+    if row is None:
+        return [
+            Finding("FAIL", "pgvector", "the vector extension is not installed", "run `manage.py migrate`")
+        ]
+    version = _version(row[0])
+    if version < PGVECTOR_MINIMUM:
+        return [
+            Finding(
+                "FAIL", "pgvector", f"version {row[0]} is too old (0.7 or newer needed)",
+                "install pgvector 0.8+ and run `ALTER EXTENSION vector UPDATE`",
+            )
+        ]  # fmt: skip
+    note = "" if version >= PGVECTOR_ITERATIVE_SCANS else "; 0.8+ adds iterative scans for filtered search"
+    return [_ok("pgvector", f"version {row[0]}{note}")]
+
+
+def check_redis() -> list[Finding]:
+    client = redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=2, socket_timeout=2)
+    try:
+        client.ping()
+    except Exception as exc:  # connection, auth and timeout errors all mean "not usable"
+        return [Finding("FAIL", "redis", f"unreachable: {exc}", "check REDIS_URL and that Redis runs")]
+    finally:
+        client.close()
+    return [_ok("redis", "reachable")]
+
+
+def check_backend() -> list[Finding]:
+    name = settings.RETRIEVAL_BACKEND_NAME
+    try:
+        get_backend().health()
+    except Exception as exc:  # ImproperlyConfigured, BackendUnavailable, ...
+        return [Finding("FAIL", "retrieval backend", f"{name}: {exc}", "check KNOWLEDGE_RETRIEVAL_BACKEND")]
+    return [_ok("retrieval backend", f"{name} is healthy")]
+
+
+def check_plugins() -> list[Finding]:
+    findings = []
+    for report in validate_pipeline(deep=True):
+        if report.ok and report.choice:
+            label = f"{report.choice.name} (from {report.choice.source})"
+            findings.append(_ok(report.layer, f"{label}: {report.detail}"))
+        else:
+            problems = " ".join(p.removeprefix(f"{report.layer} ") for p in report.problems)
+            findings.append(Finding("FAIL", report.layer, problems, plugin_hint(report.layer)))
+    return findings
+
+
+def check_keyword_statistics() -> list[Finding]:
+    backend = get_backend()
+    findings = []
+    for tenant in Tenant.objects.order_by("slug"):
+        languages = backend.get_text_search_languages(tenant.pk, None)
+        if languages and not backend.has_keyword_statistics(tenant.pk, languages, None):
+            findings.append(
+                Finding(
+                    "WARN",
+                    "keyword statistics",
+                    f"tenant {tenant.slug}: missing for {', '.join(languages)}, so keyword search ranks "
+                    "with ts_rank instead of BM25",
+                    f"run `manage.py rebuild_keyword_statistics --tenant {tenant.slug}`",
+                )
+            )
+    return findings or [_ok("keyword statistics", "present for every tenant with chunks")]
+
+
+def check_embeddings() -> list[Finding]:
+    try:
+        spec = active_spec()
+        embedder = active_embedder()
+    except Exception:  # already reported by the plugin check
+        return []
+    active = f"{embedder.name} ({embedder.dimension} dimensions)"
+    fix = (
+        f"run `manage.py reindex --embedder {spec}` to re-embed every chunk with it, or set "
+        "KNOWLEDGE_EMBEDDER back to the embedder that wrote the stored vectors"
+    )
+    params: dict[str, str | int] = {
+        "model": embedder.name,
+        "dimensions": embedder.dimension,
+        "client": CLIENT_MODEL,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(EMBEDDING_SQL, params)
+        rows = cursor.fetchall()
+    findings = []
+    for slug, embedded, current, others in rows:
+        held = ", ".join(others or [])
+        if current == 0:
+            message = (
+                f"tenant {slug}: the indexed chunks hold {held}, but the active embedder is {active}; "
+                "text queries will find no vectors"
+            )
+            findings.append(Finding("FAIL", "embeddings", message, fix))
+        elif current < embedded:
+            message = (
+                f"tenant {slug}: {embedded - current} of {embedded} embedded chunks have no vector from the "
+                f"active embedder {active} (they hold {held})"
+            )
+            findings.append(Finding("WARN", "embeddings", message, fix))
+    return findings or [_ok("embeddings", f"indexed chunks match the active embedder {active}")]
+
+
+DATABASE_CHECKS: tuple[Callable[[], list[Finding]], ...] = (
+    check_pgvector,
+    check_backend,
+    check_keyword_statistics,
+    check_embeddings,
+)
+
+
+class Command(BaseCommand):
+    help = "Check the database, pgvector, Redis, backend, pipeline plugins and indexes; exit 1 on FAIL."
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        findings = check_database()
+        database_up = findings[0].status == "OK"
+        findings += check_redis()
+        findings += check_plugins()
+        for check in DATABASE_CHECKS if database_up else ():
+            findings += check()
+        for finding in findings:
+            self._print(finding)
+        failures = sum(1 for f in findings if f.status == "FAIL")
+        if failures:
+            raise CommandError(f"doctor: {failures} check(s) failed")
+
+    def _print(self, finding: Finding) -> None:
+        style = {"OK": self.style.SUCCESS, "WARN": self.style.WARNING}.get(finding.status, self.style.ERROR)
+        line = f"{style(finding.status.ljust(4))} {finding.subject}: {finding.message}"
+        self.stdout.write(f"{line} → {finding.fix}" if finding.fix else line)
