@@ -86,8 +86,8 @@ def test_vectors_of_another_model_are_a_failure_with_the_reindex_command() -> No
     assert line(lines, "embeddings") == (
         f"FAIL embeddings: tenant {slug}: the indexed chunks hold old-model (3 dimensions), but the active "
         "embedder is all-MiniLM-L6-v2-int8 (384 dimensions); text queries will find no vectors "
-        "→ run `manage.py reindex --embedder local` to re-embed every chunk with it, or set KNOWLEDGE_EMBEDDER "
-        "back to the embedder that wrote the stored vectors"
+        "→ run `manage.py reindex --embedder local` to re-embed every chunk with it, or set "
+        "KNOWLEDGE_EMBEDDER back to the embedder that wrote the stored vectors"
     )
 
 
