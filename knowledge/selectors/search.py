@@ -15,7 +15,6 @@ from knowledge.errors import InvalidInput
 from knowledge.pipeline.active import active_embedder
 from knowledge.pipeline.compressors.base import Compressor
 from knowledge.pipeline.fusers.base import FusedHit, Fuser
-from knowledge.pipeline.fusers.rrf import RRFFuser
 from knowledge.pipeline.registry import get_compressor, get_fuser, get_reranker
 from knowledge.pipeline.rerankers.base import Reranker
 from knowledge.pipeline.types import Candidate, Query
@@ -199,7 +198,6 @@ def search_chunks(
     query_embedding: Sequence[float] | None = None,
     limit: int = 10,
     lanes: Sequence[str] = LANES,
-    rrf_k: int | None = None,
     candidates: int | None = None,
     stages: Stages | None = None,
 ) -> SearchResult:
@@ -227,7 +225,7 @@ def search_chunks(
     lane_hits = _run_lanes(backend, calls, warnings)
     if backend.requires_result_verification:
         lane_hits = {name: verify_hits(scope, hits) for name, hits in lane_hits.items()}
-    fuser = stages.fuser or (RRFFuser(rrf_k) if rrf_k else get_fuser())
+    fuser = stages.fuser or get_fuser()
     query = Query(text=query_text, embedding=tuple(vq.vector) if vq else None, model=vq.model if vq else None)
     return SearchResult(
         hits=_finish(fuser.fuse(lane_hits), query, vq, limit, stages),

@@ -9,7 +9,8 @@ from django.test import override_settings
 
 from knowledge.errors import InvalidInput
 from knowledge.models import Chunk
-from knowledge.selectors.search import search_chunks
+from knowledge.pipeline.fusers.rrf import RRFFuser
+from knowledge.selectors.search import Stages, search_chunks
 from knowledge.services.documents import document_soft_delete, document_upsert
 from retrieval_backends.registry import reset_backend
 from retrieval_backends.types import LaneHit, SearchScope
@@ -52,9 +53,9 @@ def test_text_query_is_embedded_and_both_lanes_fused(kb) -> None:  # type: ignor
 
 def test_rrf_k_is_configurable(kb) -> None:  # type: ignore[no-untyped-def]
     _, _, scope = kb
-    assert search_chunks(scope=scope, query_text="cats purr", rrf_k=10).hits[0].rrf_score == pytest.approx(
-        2 / 11
-    )
+    assert search_chunks(scope=scope, query_text="cats purr", stages=Stages(fuser=RRFFuser(10))).hits[
+        0
+    ].rrf_score == pytest.approx(2 / 11)
 
 
 def test_caller_vector_of_unknown_dimension_is_refused_with_the_known_ones(kb) -> None:  # type: ignore[no-untyped-def]
