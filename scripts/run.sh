@@ -9,13 +9,15 @@ scripts/bootstrap.sh
 scripts/services.sh up core
 PY=.venv/bin/python
 $PY manage.py migrate --no-input -v 0
-$PY manage.py seed_demo
+DEMO="$($PY manage.py seed_demo --api-key-file .services/demo-api-key)"
+echo "$DEMO" | grep -v "API key"
+KEY="$(echo "$DEMO" | sed -n 's/^demo API key (tenant primary): //p')"
 LOGIN="$($PY manage.py ensure_admin --password-file .services/admin-password)"
 
 mkdir -p .services/celery
 if [ -f .services/celery/worker.pid ] && kill -0 "$(cat .services/celery/worker.pid)" 2>/dev/null; then
   kill "$(cat .services/celery/worker.pid)" || true
-  for _ in $(seq 1 50); do kill -0 "$(cat .services/celery/worker.pid)" 2>/dev/null || break; sleep 0.2; done
+  for _ in $(seq 1 50); do kill -0 "$(cat .services/celery/worker.pid 2>/dev/null)" 2>/dev/null || break; sleep 0.2; done
 fi
 .venv/bin/celery -A config worker --loglevel=INFO --concurrency=2 \
   --pidfile=.services/celery/worker.pid --logfile=.services/celery/worker.log --detach
@@ -26,6 +28,11 @@ cat <<MSG
   Knowledge base is up (set-up took $(( $(date +%s) - START )) s).
     Admin:          http://$HOST:$PORT/admin/
     $LOGIN
+    API docs:       http://$HOST:$PORT/api/docs/   (schema: /api/schema/, health: /api/v1/health)
+    Demo API key:   $KEY
+    Try it:         curl -s -X POST http://$HOST:$PORT/api/v1/search -H "Authorization: Bearer $KEY" \\
+                      -H 'Content-Type: application/json' \\
+                      -d '{"query": "how much time off do we get?", "on_behalf_of": "erin@example.com"}'
     Celery worker:  log in .services/celery/worker.log
   Stop the server with Ctrl-C; \`make stop\` also stops the worker and the services.
 

@@ -9,6 +9,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler
 
 from knowledge.errors import KnowledgeError
@@ -25,14 +26,37 @@ class PayloadTooLarge(exceptions.APIException):
 KNOWLEDGE_CODES = {400: "invalid_input", 403: "forbidden", 404: "not_found", 413: "payload_too_large"}
 
 
-KNOWLEDGE_CODES = {400: "invalid_input", 403: "forbidden", 404: "not_found", 413: "payload_too_large"}
-
-
 def _body(code: str, message: str, fields: dict[str, Any] | None = None) -> dict[str, Any]:
     body: dict[str, Any] = {"error": code, "message": message}
     if fields:
         body["fields"] = fields
     return body
+
+
+def flatten_errors(detail: Any, prefix: str = "") -> dict[str, list[str]]:
+    """Nested serializer errors as flat `{"acl.users.0": ["Enter a valid email address."]}`."""
+    if isinstance(detail, dict):
+        items: list[tuple[str, Any]] = [(str(k), v) for k, v in detail.items()]
+    elif isinstance(detail, list) and not all(isinstance(item, str) for item in detail):
+        items = [(str(i), v) for i, v in enumerate(detail) if v]  # per-item errors; valid items are empty
+    else:
+        return {prefix or api_settings.NON_FIELD_ERRORS_KEY: [str(m) for m in _as_list(detail)]}
+    flat: dict[str, list[str]] = {}
+    for key, value in items:
+        flat.update(flatten_errors(value, f"{prefix}.{key}" if prefix else key))
+    return flat
+
+
+def _as_list(detail: Any) -> list[Any]:
+    return detail if isinstance(detail, list) else [detail]
+
+
+def _validation_body(detail: Any) -> dict[str, Any]:
+    fields = flatten_errors(detail) or {api_settings.NON_FIELD_ERRORS_KEY: ["invalid input"]}
+    name, messages = next(iter(fields.items()))
+    problem = messages[0] if messages else "invalid input"
+    message = problem if name == api_settings.NON_FIELD_ERRORS_KEY else f"{name}: {problem}"
+    return _body("invalid_input", message, fields)
 
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
@@ -50,11 +74,8 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         logger.exception("unhandled API error", exc_info=exc)
         return Response(_body("server_error", "Internal error; it has been logged."), status=500)
     detail = response.data
-    if isinstance(exc, exceptions.ValidationError) and isinstance(detail, dict):
-        fields = {k: v if isinstance(v, list) else [v] for k, v in detail.items()}
-        first = next(iter(fields.items()))
-        message = f"{first[0]}: {first[1][0]}" if first[1] else "invalid input"
-        response.data = _body("invalid_input", str(message), fields)
+    if isinstance(exc, exceptions.ValidationError):
+        response.data = _validation_body(detail)
     else:
         text = detail.get("detail", detail) if isinstance(detail, dict) else detail
         code = exc.default_code if isinstance(exc, exceptions.APIException) else "error"

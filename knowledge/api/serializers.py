@@ -3,10 +3,23 @@
 from __future__ import annotations
 
 import math
+from array import array
 from typing import Any
 
+from drf_spectacular.extensions import OpenApiSerializerExtension
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from knowledge.api.fields import (
+    JsonObjectField,
+    StrictBooleanField,
+    StrictCharField,
+    StrictEmailField,
+    StrictFloatField,
+    StrictIntegerField,
+    StrictSlugField,
+    StrictURLField,
+)
 from knowledge.models import Document
 
 
@@ -21,31 +34,54 @@ class StrictSerializer(serializers.Serializer):  # type: ignore[type-arg]
         return super().to_internal_value(data)
 
 
+class StrictSerializerSchema(OpenApiSerializerExtension):  # type: ignore[no-untyped-call]
+    """Documents that strict serializers refuse undeclared fields (`additionalProperties: false`)."""
+
+    target_class = StrictSerializer
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        schema: dict[str, Any] = auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
+        return {**schema, "additionalProperties": False}
+
+
+FLOAT32_TINY, FLOAT32_MAX = 1.1754944e-38, 3.4028234e38  # smallest normal and largest 32-bit floats
+
+
 class VectorField(serializers.ListField):
-    """A non-empty list of finite floats."""
+    """A non-empty list of numbers whose values and norm fit pgvector's 32-bit floats."""
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(child=serializers.FloatField(), min_length=1, max_length=16000, **kwargs)
+        kwargs.setdefault("help_text", "Finite 32-bit floats; not all zeros. Its dimension must be indexed.")
+        super().__init__(child=StrictFloatField(), min_length=1, max_length=16000, **kwargs)
 
     def to_internal_value(self, data: Any) -> list[float]:
-        values = super().to_internal_value(data)
-        if not all(math.isfinite(v) for v in values):
-            raise serializers.ValidationError("Vector values must be finite numbers (no NaN or Infinity).")
-        return [float(v) for v in values]
+        values = [float(v) for v in super().to_internal_value(data)]
+        stored = array("f", values)  # what pgvector keeps: larger values overflow, tiny ones vanish
+        if not all(math.isfinite(v) for v in stored):
+            raise serializers.ValidationError(
+                "Vector values must be finite 32-bit floats (no NaN or Infinity; |value| <= 3.4e38)."
+            )
+        if not FLOAT32_TINY <= sum(v * v for v in stored) <= FLOAT32_MAX:
+            raise serializers.ValidationError(
+                "The vector's length must be between 1.1e-19 and 1.8e19 (pgvector computes norms in "
+                "32-bit floats; a zero vector has no direction)."
+            )
+        return values
 
 
 class SearchRequestSerializer(StrictSerializer):
-    query = serializers.CharField(required=False, allow_blank=True, max_length=10000)
+    query = StrictCharField(required=False, allow_blank=True, max_length=10000)
     embedding = VectorField(required=False)
-    top_k = serializers.IntegerField(required=False, default=10, min_value=1, max_value=100)
+    top_k = StrictIntegerField(required=False, default=10, min_value=1, max_value=100)
     connector_ids = serializers.ListField(
-        child=serializers.IntegerField(min_value=1), required=False, max_length=1000
+        child=StrictIntegerField(min_value=1, max_value=2**63 - 1), required=False, max_length=1000
     )
-    environment = serializers.SlugField(required=False, max_length=64)
-    on_behalf_of = serializers.CharField(required=False, max_length=320)
-    bypass_acl = serializers.BooleanField(required=False, default=False)
-    explain = serializers.BooleanField(required=False, default=False)
-    source_account_id = serializers.SlugField(required=False, max_length=64)
+    environment = StrictSlugField(required=False, max_length=64)
+    on_behalf_of = StrictCharField(required=False, max_length=320)
+    bypass_acl = StrictBooleanField(required=False, default=False)
+    explain = StrictBooleanField(required=False, default=False)
+    source_account_id = StrictSlugField(required=False, max_length=64)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if not (attrs.get("query") or "").strip() and "embedding" not in attrs:
@@ -54,26 +90,22 @@ class SearchRequestSerializer(StrictSerializer):
 
 
 class AclSerializer(StrictSerializer):
-    public = serializers.BooleanField(required=False, default=False)
-    users = serializers.ListField(
-        child=serializers.EmailField(max_length=320), required=False, max_length=10000
-    )
-    groups = serializers.ListField(
-        child=serializers.CharField(max_length=320), required=False, max_length=10000
-    )
+    public = StrictBooleanField(required=False, default=False)
+    users = serializers.ListField(child=StrictEmailField(max_length=320), required=False, max_length=10000)
+    groups = serializers.ListField(child=StrictCharField(max_length=320), required=False, max_length=10000)
 
 
 class IndexRequestSerializer(StrictSerializer):
-    id = serializers.CharField(max_length=512)
-    content = serializers.CharField(allow_blank=False, trim_whitespace=False)
-    title = serializers.CharField(required=False, allow_blank=True, max_length=500, default="")
-    source_url = serializers.URLField(required=False, allow_blank=True, max_length=2000, default="")
+    id = StrictCharField(max_length=512)
+    content = StrictCharField(allow_blank=False)
+    title = StrictCharField(required=False, allow_blank=True, max_length=500, default="")
+    source_url = StrictURLField(required=False, allow_blank=True, max_length=2000, default="")
     embedding = VectorField(required=False)
-    metadata = serializers.DictField(required=False, default=dict)
+    metadata = JsonObjectField(required=False, default=dict)
     acl = AclSerializer(required=False)
-    environment = serializers.SlugField(required=False, max_length=64)
-    language = serializers.CharField(required=False, max_length=32)
-    source_account_id = serializers.SlugField(required=False, max_length=64)
+    environment = StrictSlugField(required=False, max_length=64)
+    language = StrictCharField(required=False, max_length=32)
+    source_account_id = StrictSlugField(required=False, max_length=64)
 
 
 class SearchResultSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -99,7 +131,7 @@ class SearchResponseSerializer(serializers.Serializer):  # type: ignore[type-arg
 class DocumentSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
     id = serializers.CharField(source="external_id")
     connector_id = serializers.IntegerField()
-    environment = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    environment = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
     source_account_id = serializers.CharField(source="tenant.slug")
     acl = serializers.SerializerMethodField()
     chunk_count = serializers.SerializerMethodField()
@@ -111,6 +143,7 @@ class DocumentSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
             *("language", "environment", "acl", "chunk_count", "deleted_at", "created_at", "updated_at"),
         ]
 
+    @extend_schema_field(AclSerializer)
     def get_acl(self, document: Document) -> dict[str, Any]:
         principals = list(document.allowed_principals.all())
         return {

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from django.conf import settings
 from django.db import connection
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
-from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -16,6 +16,8 @@ from rest_framework.views import APIView
 
 from knowledge.api import examples
 from knowledge.api.authentication import ApiClient
+from knowledge.api.pagination import StrictLimitOffsetPagination
+from knowledge.api.params import query_int, query_slug, reject_unknown_params
 from knowledge.api.permissions import CanIndex, CanSearch
 from knowledge.api.serializers import (
     DocumentSerializer,
@@ -26,7 +28,7 @@ from knowledge.api.serializers import (
     SearchResponseSerializer,
     StatusSerializer,
 )
-from knowledge.errors import InvalidInput, NotFound
+from knowledge.errors import NotFound
 from knowledge.models import Document
 from knowledge.selectors.documents import document_get, document_list
 from knowledge.selectors.scopes import (
@@ -48,6 +50,11 @@ def _client(request: Request) -> ApiClient:
     return request.user
 
 
+def _finite(score: float | None) -> float | None:
+    """JSON has no NaN: a score that is not a number (e.g. cosine of a zero vector) is reported as null."""
+    return score if score is None or math.isfinite(score) else None
+
+
 def _render_hit(
     hit: SearchHit, external_ids: dict[int, str], tenant_slug: str, explain: bool
 ) -> dict[str, Any]:
@@ -60,13 +67,13 @@ def _render_hit(
         "content": hit.content,
         "source_url": hit.source_url,
         "rrf_score": hit.rrf_score,
-        "similarity": hit.similarity,
-        "text_rank": hit.text_rank,
+        "similarity": _finite(hit.similarity),
+        "text_rank": _finite(hit.text_rank),
     }
     if explain:
         row["explain"] = {
             "lane_ranks": hit.lane_ranks,
-            "lane_scores": {"vector": hit.similarity, "keyword": hit.text_rank},
+            "lane_scores": {"vector": row["similarity"], "keyword": row["text_rank"]},
             "fusion": "rrf",
             "rrf_k": settings.KNOWLEDGE_RRF_K,
             "rrf_terms": {
@@ -81,8 +88,8 @@ class SearchView(APIView):
 
     @extend_schema(
         request=SearchRequestSerializer,
-        responses={200: SearchResponseSerializer, **ERRORS},
-        examples=examples.SEARCH,
+        responses={200: SearchResponseSerializer, 413: ErrorSerializer, **ERRORS},
+        examples=[*examples.SEARCH, examples.WRONG_DIMENSION],
         summary="Hybrid search of the chunks the caller may see",
     )
     def post(self, request: Request) -> Response:
@@ -119,7 +126,7 @@ class IndexView(APIView):
     @extend_schema(
         request=IndexRequestSerializer,
         responses={200: StatusSerializer, 201: StatusSerializer, 413: ErrorSerializer, **ERRORS},
-        examples=examples.INDEX,
+        examples=[*examples.INDEX, examples.INDEX_UNCHANGED, examples.BAD_INPUT],
         summary="Create or update one document (chunked and embedded in the request)",
     )
     def post(self, request: Request) -> Response:
@@ -133,40 +140,40 @@ class IndexView(APIView):
         return Response({"status": "unchanged"}, status=status.HTTP_200_OK)
 
 
+CONNECTOR_ID = {"type": "integer", "minimum": 0}
+SLUG = {"type": "string", "pattern": r"^[-a-zA-Z0-9_]+$", "maxLength": 64}
 DOCUMENT_FILTERS = [
-    OpenApiParameter("connector_id", int, description="Only this connector's documents."),
-    OpenApiParameter("environment", str, description="Only documents of this environment (slug)."),
+    OpenApiParameter("connector_id", CONNECTOR_ID, description="Only this connector's documents."),
+    OpenApiParameter("environment", SLUG, description="Only documents of this environment (slug)."),
 ]
 CONNECTOR_PARAM = [
     OpenApiParameter(
-        "connector_id", int, description="Connector of the document (default: the API connector)."
+        "connector_id", CONNECTOR_ID, description="Connector of the document (default: the API connector)."
     )
 ]
 
 
-def _int_param(request: Request, name: str) -> int | None:
-    raw = request.query_params.get(name)
-    if raw is None:
-        return None
-    if not raw.isdigit():
-        raise InvalidInput(f"{name} must be a positive integer", field=name)
-    return int(raw)
-
-
 class DocumentListView(APIView):
     permission_classes = [CanIndex]
+    pagination_class = StrictLimitOffsetPagination  # read by the schema generator, too
 
-    @extend_schema(parameters=DOCUMENT_FILTERS, responses={200: DocumentSerializer(many=True), **ERRORS})
+    @extend_schema(
+        parameters=DOCUMENT_FILTERS,
+        responses={200: DocumentSerializer(many=True), **ERRORS},
+        examples=examples.DOCUMENT_PAGE,
+        summary="The tenant's documents, paginated (limit/offset)",
+    )
     def get(self, request: Request) -> Response:
         key = _client(request).key
-        connector_id = _int_param(request, "connector_id")
+        reject_unknown_params(request, ("connector_id", "environment", "limit", "offset"))
+        connector_id = query_int(request, "connector_id")
         if connector_id is not None:
-            connectors_by_id(tenant=key.tenant, connector_ids=[connector_id])
-        env = environment_by_slug(tenant=key.tenant, slug=request.query_params.get("environment"))
+            connectors_by_id(tenant=key.tenant, connector_ids=[connector_id], field="connector_id")
+        env = environment_by_slug(tenant=key.tenant, slug=query_slug(request, "environment"))
         documents = document_list(
             tenant=key.tenant, connector_id=connector_id, environment_id=env.pk if env else None
         )
-        paginator = LimitOffsetPagination()
+        paginator = self.pagination_class()
         page = paginator.paginate_queryset(documents, request, view=self)
         return paginator.get_paginated_response(DocumentSerializer(page, many=True).data)
 
@@ -176,30 +183,41 @@ class DocumentDetailView(APIView):
 
     def _connector_id(self, request: Request) -> int:
         key = _client(request).key
-        connector_id = _int_param(request, "connector_id")
+        reject_unknown_params(request, ("connector_id",))
+        connector_id = query_int(request, "connector_id")
         if connector_id is None:
             return api_connector(tenant=key.tenant).pk
-        connectors_by_id(tenant=key.tenant, connector_ids=[connector_id])
+        connectors_by_id(tenant=key.tenant, connector_ids=[connector_id], field="connector_id")
         return connector_id
 
+    def _document(self, request: Request, external_id: str) -> Document | None:
+        connector_id = self._connector_id(request)
+        if "\x00" in external_id:  # PostgreSQL text cannot hold NUL, so no document has this id
+            return None
+        return document_get(
+            tenant=_client(request).key.tenant, external_id=external_id, connector_id=connector_id
+        )
+
     @extend_schema(
-        parameters=CONNECTOR_PARAM, responses={200: DocumentSerializer, 404: ErrorSerializer, **ERRORS}
+        parameters=CONNECTOR_PARAM,
+        responses={200: DocumentSerializer, 404: ErrorSerializer, **ERRORS},
+        examples=examples.DOCUMENT,
+        summary="One document with its ACL and chunk count",
     )
     def get(self, request: Request, external_id: str) -> Response:
-        key = _client(request).key
-        document = document_get(
-            tenant=key.tenant, external_id=external_id, connector_id=self._connector_id(request)
-        )
+        document = self._document(request, external_id)
         if document is None:
             raise NotFound(f"no document {external_id!r}")
         return Response(DocumentSerializer(document).data)
 
-    @extend_schema(parameters=CONNECTOR_PARAM, responses={204: None, **ERRORS})
+    @extend_schema(
+        parameters=CONNECTOR_PARAM,
+        responses={204: None, **ERRORS},
+        examples=examples.DELETE,
+        summary="Delete a document with its chunks and vectors (idempotent: 204 even when absent)",
+    )
     def delete(self, request: Request, external_id: str) -> Response:
-        key = _client(request).key
-        document = document_get(
-            tenant=key.tenant, external_id=external_id, connector_id=self._connector_id(request)
-        )
+        document = self._document(request, external_id)
         if document is not None:
             document_hard_delete(document_id=document.pk)
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -211,7 +229,8 @@ class HealthView(APIView):
 
     @extend_schema(
         responses={200: HealthSerializer, 503: HealthSerializer},
-        summary="Liveness of PostgreSQL and the backend",
+        examples=examples.HEALTH,
+        summary="Liveness of PostgreSQL and the backend (no API key needed)",
     )
     def get(self, request: Request) -> Response:
         checks = {"postgres": "ok", "backend": "ok"}

@@ -27,14 +27,17 @@ def environment_by_slug(*, tenant: Tenant, slug: str | None) -> Environment | No
     return environment
 
 
-def connectors_by_id(*, tenant: Tenant, connector_ids: Sequence[int] | None) -> tuple[int, ...] | None:
+def connectors_by_id(
+    *, tenant: Tenant, connector_ids: Sequence[int] | None, field: str = "connector_ids"
+) -> tuple[int, ...] | None:
+    """The tenant's connectors of those ids; an id of no (or another tenant's) connector is refused."""
     if connector_ids is None:
         return None
     wanted = set(connector_ids)
     found = set(Connector.objects.filter(tenant=tenant, pk__in=wanted).values_list("pk", flat=True))
     missing = sorted(wanted - found)
     if missing:
-        raise InvalidInput(f"unknown connector ids: {missing}", field="connector_ids")
+        raise InvalidInput(f"unknown connector ids: {missing}", field=field)
     return tuple(sorted(found))
 
 

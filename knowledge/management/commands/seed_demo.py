@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
-from knowledge.models import Connector, Environment, Principal, Tenant
+from knowledge.models import ApiKey, Connector, Environment, Principal, Tenant
 from knowledge.services.documents import document_upsert
 
 DOCS: dict[str, list[dict[str, Any]]] = {
@@ -56,6 +57,28 @@ DOCS: dict[str, list[dict[str, Any]]] = {
         },
     ],
 }
+
+
+def demo_api_key(path: Path) -> str:
+    """The demo key kept in `path` if it still works, else a new one written there (mode 600)."""
+    if path.exists():
+        plain = path.read_text().strip()
+        parts = plain.split("_", 2)
+        key = ApiKey.objects.filter(lookup_id=parts[1] if len(parts) == 3 else "", revoked_at=None).first()
+        if key is not None and key.matches(plain):
+            return plain
+    _, plain = ApiKey.issue(
+        tenant=Tenant.objects.get(slug="primary"),
+        name="demo",
+        scopes=["search", "index"],
+        on_behalf_of=True,
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(plain)
+    path.chmod(0o600)
+    return plain
+
+
 PEOPLE = {
     "primary": {"engineering": ["erin@example.com", "eli@example.com"], "hr": ["hana@example.com"]},
     "acme": {"sales": ["sam@acme.example"]},
@@ -65,11 +88,20 @@ PEOPLE = {
 class Command(BaseCommand):
     help = "Load the demo knowledge base (idempotent: re-running changes nothing)."
 
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--api-key-file",
+            default=None,
+            help="keep a demo API key (tenant primary, search+index, on_behalf_of) here and print it",
+        )
+
     def handle(self, *args: Any, **options: Any) -> None:
         for slug, docs in DOCS.items():
             with transaction.atomic():
                 count = self._seed_tenant(slug, docs)
             self.stdout.write(f"tenant {slug}: {count} documents")
+        if options["api_key_file"]:
+            self.stdout.write(f"demo API key (tenant primary): {demo_api_key(Path(options['api_key_file']))}")
 
     def _seed_tenant(self, slug: str, docs: list[dict[str, Any]]) -> int:
         tenant, _ = Tenant.objects.get_or_create(slug=slug, defaults={"name": slug.title()})

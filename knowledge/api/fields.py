@@ -1,0 +1,74 @@
+"""Serializer fields that refuse values of the wrong JSON type instead of coercing them (5 → "5")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+
+class JsonTypeMixin(serializers.Field):  # type: ignore[type-arg]
+    """Checks the JSON type before the field's own parsing; booleans are never numbers."""
+
+    json_types: tuple[type, ...] = ()
+    json_type_name = ""
+
+    def to_internal_value(self, data: Any) -> Any:
+        wrong_bool = isinstance(data, bool) and bool not in self.json_types
+        if wrong_bool or not isinstance(data, self.json_types):
+            raise serializers.ValidationError(f"Must be {self.json_type_name}.", code="invalid")
+        return super().to_internal_value(data)
+
+
+class StrictCharField(JsonTypeMixin, serializers.CharField):
+    """Kept as sent: trimming would change ids and let a value past `max_length` (as documented)."""
+
+    json_types, json_type_name = (str,), "a string"
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**{"trim_whitespace": False, **kwargs})
+
+
+class StrictSlugField(JsonTypeMixin, serializers.SlugField):
+    json_types, json_type_name = (str,), "a string"
+
+
+class StrictEmailField(JsonTypeMixin, serializers.EmailField):
+    json_types, json_type_name = (str,), "a string"
+
+
+class StrictURLField(JsonTypeMixin, serializers.URLField):
+    json_types, json_type_name = (str,), "a string"
+
+
+class StrictBooleanField(JsonTypeMixin, serializers.BooleanField):
+    json_types, json_type_name = (bool,), "true or false"
+
+
+class StrictIntegerField(JsonTypeMixin, serializers.IntegerField):
+    json_types, json_type_name = (int, float), "an integer"
+
+
+class StrictFloatField(JsonTypeMixin, serializers.FloatField):
+    json_types, json_type_name = (int, float), "a number"
+
+
+def contains_nul(value: Any) -> bool:
+    """Whether a JSON value holds a NUL character anywhere (PostgreSQL's jsonb refuses them)."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(contains_nul(k) or contains_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(contains_nul(v) for v in value)
+    return False
+
+
+class JsonObjectField(serializers.DictField):
+    """A JSON object stored as jsonb: no NUL characters."""
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        value: dict[str, Any] = super().to_internal_value(data)
+        if contains_nul(value):
+            raise serializers.ValidationError("Null characters are not allowed.", code="null_characters")
+        return value

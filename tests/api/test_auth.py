@@ -1,0 +1,131 @@
+"""API keys: bearer authentication, scopes, identity powers, tenant binding and the create_api_key command."""
+
+from __future__ import annotations
+
+import hashlib
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from knowledge.models import ApiKey, Tenant
+from tests.api.conftest import ClientMaker, assert_error, client_for, issue_key, post
+from tests.factories import TenantFactory
+
+SEARCH = {"query": "anything"}
+
+
+def test_missing_key_is_401(tenant: Tenant) -> None:
+    response = APIClient().post("/api/v1/search", SEARCH, format="json")
+    assert_error(response, 401)
+    assert response["WWW-Authenticate"] == "Bearer"
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["Bearer kb_nope_nope", "Bearer not-a-key", "Basic dXNlcjpwdw==", "Bearer ", "Bearer"],
+)
+def test_invalid_key_is_401(tenant: Tenant, header: str) -> None:
+    response = APIClient().post("/api/v1/search", SEARCH, format="json", HTTP_AUTHORIZATION=header)
+    assert_error(response, 401)
+
+
+def test_key_with_a_wrong_secret_is_401(tenant: Tenant) -> None:
+    plain = issue_key(tenant=tenant)
+    assert_error(client_for(plain[:-2] + "xx").post("/api/v1/search", SEARCH, format="json"), 401)
+
+
+def test_revoked_key_is_401(tenant: Tenant) -> None:
+    plain = issue_key(tenant=tenant)
+    ApiKey.objects.update(revoked_at=timezone.now())
+    body = assert_error(client_for(plain).post("/api/v1/search", SEARCH, format="json"), 401)
+    assert "revoked" in body["message"]
+
+
+def test_use_is_recorded(tenant: Tenant) -> None:
+    client_for(issue_key(tenant=tenant)).post("/api/v1/search", SEARCH, format="json")
+    assert ApiKey.objects.get().last_used_at is not None
+
+
+@pytest.mark.parametrize(
+    ("scopes", "method", "path"),
+    [
+        (("index",), "post", "/api/v1/search"),
+        (("search",), "post", "/api/v1/index"),
+        (("search",), "get", "/api/v1/documents"),
+        (("search",), "get", "/api/v1/documents/x"),
+        (("search",), "delete", "/api/v1/documents/x"),
+    ],
+)
+def test_missing_scope_is_403(
+    tenant: Tenant, make_client: ClientMaker, scopes: tuple[str, ...], method: str, path: str
+) -> None:
+    client = make_client(tenant, scopes=scopes)
+    response = getattr(client, method)(path, {"id": "x", "content": "y"} if method == "post" else None)
+    body = assert_error(response, 403)
+    assert "scope" in body["message"]
+
+
+def test_on_behalf_of_needs_the_permission(api: APIClient) -> None:
+    response = post(api, "search", {**SEARCH, "on_behalf_of": "erin@example.com"})
+    assert_error(response, 403, "on_behalf_of")
+
+
+def test_bypass_needs_the_permission(api: APIClient) -> None:
+    assert_error(post(api, "search", {**SEARCH, "bypass_acl": True}), 403, "bypass_acl")
+
+
+def test_permitted_key_may_name_a_user_and_bypass(admin_api: APIClient) -> None:
+    body = {**SEARCH, "on_behalf_of": "erin@example.com", "bypass_acl": True}
+    assert post(admin_api, "search", body).status_code == 200
+
+
+def test_another_source_account_is_403(api: APIClient) -> None:
+    TenantFactory.create(slug="globex")
+    search = post(api, "search", {**SEARCH, "source_account_id": "globex"})
+    assert_error(search, 403, "source_account_id")
+    index = post(api, "index", {"id": "a", "content": "b", "source_account_id": "globex"})
+    assert_error(index, 403, "source_account_id")
+
+
+def test_own_source_account_is_accepted(api: APIClient) -> None:
+    body = {"id": "a", "content": "b", "source_account_id": "acme"}
+    assert post(api, "index", body).status_code == 201
+    assert post(api, "search", {**SEARCH, "source_account_id": "acme"}).status_code == 200
+
+
+def test_create_api_key_prints_a_working_key_and_stores_only_its_hash(tenant: Tenant) -> None:
+    out = StringIO()
+    call_command(
+        "create_api_key",
+        *("--tenant", "acme", "--scopes", "search,index", "--principal", "erin@example.com"),
+        *("--on-behalf-of", "--bypass-acl"),
+        stdout=out,
+    )
+    plain = out.getvalue().strip()
+    key = ApiKey.objects.get()
+    assert key.key_hash == hashlib.sha256(plain.encode()).hexdigest()
+    stored = " ".join(str(v) for v in ApiKey.objects.values().get().values())
+    assert plain not in stored and plain.rsplit("_", 1)[1] not in stored
+    assert sorted(key.scopes) == ["index", "search"] and key.on_behalf_of and key.bypass_acl
+    assert key.principal is not None and key.principal.external_id == "erin@example.com"
+    client = client_for(plain)
+    assert post(client, "index", {"id": "a", "content": "hello"}).status_code == 201
+    assert post(client, "search", {"query": "hello", "bypass_acl": True}).status_code == 200
+
+
+def test_create_api_key_defaults_to_search_only(tenant: Tenant) -> None:
+    out = StringIO()
+    call_command("create_api_key", "--tenant", "acme", stdout=out)
+    client = client_for(out.getvalue().strip())
+    assert post(client, "search", SEARCH).status_code == 200
+    assert_error(post(client, "index", {"id": "a", "content": "b"}), 403)
+
+
+@pytest.mark.parametrize("args", [("--tenant", "nope"), ("--tenant", "acme", "--scopes", "search,admin")])
+def test_create_api_key_refuses_bad_arguments(tenant: Tenant, args: tuple[str, ...]) -> None:
+    with pytest.raises(CommandError):
+        call_command("create_api_key", *args, stdout=StringIO())
+    assert not ApiKey.objects.exists()
