@@ -12,3 +12,6 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
 ]
+
+handler404 = "knowledge.api.errors.json_or_html_404"
+handler500 = "knowledge.api.errors.json_or_html_500"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -159,8 +161,28 @@ class KnowledgeRetrievalBackend:
         """Remove these documents from the index. Idempotent; missing ones are ignored."""
 
 
+FLOAT32_TINY, FLOAT32_MAX = 1.1754944e-38, 3.4028234e38  # smallest normal and largest 32-bit floats
+
+
+def vector_problem(values: Sequence[float]) -> str | None:
+    """Why a vector cannot be stored and compared by cosine (None when it can).
+
+    Indexes keep 32-bit floats: larger values overflow, and a zero (or vanishing) vector has no
+    direction, so its cosine similarity is undefined.
+    """
+    stored = array("f", values)
+    if not all(math.isfinite(v) for v in stored):
+        return "vector values must be finite 32-bit floats (no NaN or Infinity; |value| <= 3.4e38)"
+    if not FLOAT32_TINY <= sum(v * v for v in stored) <= FLOAT32_MAX:
+        return (
+            "the vector's length must be between 1.1e-19 and 1.8e19 (norms are computed in 32-bit "
+            "floats; a zero vector has no direction)"
+        )
+    return None
+
+
 def validate_dimensions(updates: Sequence[EmbeddingUpdate], dimensions: int) -> None:
-    """Raise ValueError when any vector's length differs from `dimensions`."""
+    """Raise ValueError when any vector's length differs from `dimensions` or it cannot be stored."""
     if dimensions <= 0:
         raise ValueError(f"dimensions must be positive, got {dimensions}")
     for update in updates:
@@ -168,6 +190,9 @@ def validate_dimensions(updates: Sequence[EmbeddingUpdate], dimensions: int) -> 
             raise ValueError(
                 f"chunk {update.chunk_id}: vector has {len(update.vector)} dimensions, expected {dimensions}"
             )
+        problem = vector_problem(update.vector)
+        if problem:
+            raise ValueError(f"chunk {update.chunk_id}: {problem}")
 
 
 def as_mapping(options: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -6,7 +6,8 @@ import logging
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
@@ -81,3 +82,16 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         code = exc.default_code if isinstance(exc, exceptions.APIException) else "error"
         response.data = _body(str(code), str(text[0] if isinstance(text, list) and text else text))
     return response
+
+
+def json_or_html_404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """Unmatched /api/ URLs answer JSON like every other API error; other paths keep Django's page."""
+    if request.path.startswith("/api/"):
+        return JsonResponse(_body("not_found", f"no API endpoint at {request.path}"), status=404)
+    return defaults.page_not_found(request, exception or Http404())
+
+
+def json_or_html_500(request: HttpRequest) -> HttpResponse:
+    if request.path.startswith("/api/"):
+        return JsonResponse(_body("server_error", "Internal error; it has been logged."), status=500)
+    return defaults.server_error(request)

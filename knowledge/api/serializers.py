@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-from array import array
 from typing import Any
 
 from drf_spectacular.extensions import OpenApiSerializerExtension
@@ -21,6 +19,7 @@ from knowledge.api.fields import (
     StrictURLField,
 )
 from knowledge.models import Document
+from retrieval_backends.base import vector_problem
 
 
 class StrictSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -45,9 +44,6 @@ class StrictSerializerSchema(OpenApiSerializerExtension):  # type: ignore[no-unt
         return {**schema, "additionalProperties": False}
 
 
-FLOAT32_TINY, FLOAT32_MAX = 1.1754944e-38, 3.4028234e38  # smallest normal and largest 32-bit floats
-
-
 class VectorField(serializers.ListField):
     """A non-empty list of numbers whose values and norm fit pgvector's 32-bit floats."""
 
@@ -57,16 +53,9 @@ class VectorField(serializers.ListField):
 
     def to_internal_value(self, data: Any) -> list[float]:
         values = [float(v) for v in super().to_internal_value(data)]
-        stored = array("f", values)  # what pgvector keeps: larger values overflow, tiny ones vanish
-        if not all(math.isfinite(v) for v in stored):
-            raise serializers.ValidationError(
-                "Vector values must be finite 32-bit floats (no NaN or Infinity; |value| <= 3.4e38)."
-            )
-        if not FLOAT32_TINY <= sum(v * v for v in stored) <= FLOAT32_MAX:
-            raise serializers.ValidationError(
-                "The vector's length must be between 1.1e-19 and 1.8e19 (pgvector computes norms in "
-                "32-bit floats; a zero vector has no direction)."
-            )
+        problem = vector_problem(values)
+        if problem:
+            raise serializers.ValidationError(problem[0].upper() + problem[1:] + ".")
         return values
 
 

@@ -81,3 +81,10 @@ def test_swagger_ui(db: None) -> None:
     response = APIClient().get("/api/docs/")
     assert response.status_code == 200
     assert b"swagger" in response.content.lower()
+
+
+def test_unknown_api_urls_answer_json_404(client) -> None:  # type: ignore[no-untyped-def]
+    response = client.get("/api/v1/no-such-endpoint")
+    assert response.status_code == 404
+    assert response.json() == {"error": "not_found", "message": "no API endpoint at /api/v1/no-such-endpoint"}
+    assert "text/html" in client.get("/no-such-page").headers["Content-Type"]

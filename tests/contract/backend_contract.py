@@ -52,6 +52,14 @@ class BackendContractTests:
                 [EmbeddingUpdate(chunk_id=chunk.id, vector=(1.0, 0.0), model=MODEL)], DIM
             )
 
+    def test_vectors_that_cannot_be_compared_are_refused(self, corpus: Corpus) -> None:
+        chunk = corpus.backend.get_document_chunks(corpus.docs["public"].pk)[0]
+        for bad in ((0.0,) * DIM, (float("nan"),) + (0.0,) * (DIM - 1), (1e39,) + (0.0,) * (DIM - 1)):
+            with pytest.raises(ValueError, match="32-bit"):
+                corpus.backend.index_embeddings(
+                    [EmbeddingUpdate(chunk_id=chunk.id, vector=bad, model=MODEL)], DIM
+                )
+
     def test_delete_is_idempotent(self, corpus: Corpus) -> None:
         doc = corpus.docs["public"]
         assert corpus.backend.delete_document_chunks(doc.pk) == 1
