@@ -311,6 +311,7 @@ def scope_for(tenant_id: int, token: str) -> Any:
 def measure_latency(tenant_id: int, queries: list[tuple[list[float], str]], warmup: int) -> dict[str, Any]:
     """Lanes, hybrid service and the raw-SQL baseline, interleaved per query."""
     from knowledge.selectors.search import search_chunks
+    from retrieval_backends.postgres.keyword import keyword_search as ts_rank_lane
     from retrieval_backends.registry import get_backend
 
     backend, scope = get_backend(), scope_for(tenant_id, "v100")
@@ -320,6 +321,8 @@ def measure_latency(tenant_id: int, queries: list[tuple[list[float], str]], warm
         {
             "vector_lane": lambda q: backend.vector_search(scope, q[0], DIM, LIMIT, model=MODEL),
             "keyword_lane": lambda q: backend.keyword_search(scope, q[1], ["english"], LIMIT),
+            # The lane before BM25 (and its fallback without statistics): OR query ranked by ts_rank.
+            "keyword_lane_ts_rank": lambda q: ts_rank_lane(scope, q[1], ["english"], LIMIT, timeout_ms=5000),
             "hybrid": lambda q: search_chunks(
                 scope=scope, query_text=q[1], query_embedding=q[0], limit=LIMIT
             ),
@@ -377,7 +380,15 @@ def report_lines(figures: dict[str, Any]) -> Iterator[str]:
     yield f"corpus load: {figures['load_seconds']:.1f} s (0 = reused)"
     yield f"exact_scan_max_rows: {figures['exact_scan_max_rows']}"
     yield f"{'path':<34}{'p50 ms':>10}{'p95 ms':>10}"
-    for name in ("vector_lane", "keyword_lane", "hybrid", "raw_vector", "raw_keyword", "raw"):
+    for name in (
+        "vector_lane",
+        "keyword_lane",
+        "keyword_lane_ts_rank",
+        "hybrid",
+        "raw_vector",
+        "raw_keyword",
+        "raw",
+    ):
         yield f"{name:<34}{lat[name]['p50_ms']:>10.2f}{lat[name]['p95_ms']:>10.2f}"
     yield f"hybrid p95 / raw p95: {lat['hybrid_p95_over_raw_p95']:.2f}"
     yield ""
