@@ -78,6 +78,9 @@ CELERY_TASK_SOFT_TIME_LIMIT = cfg.positive_int("CELERY_TASK_SOFT_TIME_LIMIT", 84
 CELERY_TASK_ALWAYS_EAGER = cfg.boolean("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_RESULT_EXPIRES = 3600
+CELERY_BEAT_SCHEDULE = {
+    "sync-due-connectors": {"task": "knowledge.tasks.sync_due_connectors", "schedule": 60.0},
+}
 
 # --- Retrieval ---------------------------------------------------------------------------------------
 RETRIEVAL_BACKEND_NAME = env.str("KNOWLEDGE_RETRIEVAL_BACKEND", default="postgres").strip()

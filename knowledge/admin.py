@@ -42,7 +42,16 @@ class ConnectorAdmin(admin.ModelAdmin):
     list_filter = ["tenant", "kind", "enabled", "last_sync_status"]
     search_fields = ["name"]
     readonly_fields = ["last_sync_status", "last_synced_at", "last_sync_error_count", "last_sync_error"]
-    actions = ["enable", "disable"]
+    actions = ["enable", "disable", "sync_now"]
+
+    @admin.action(description="Sync selected connectors now (on a Celery worker)")
+    def sync_now(self, request: HttpRequest, queryset: QuerySet[Connector]) -> None:
+        from knowledge.tasks import sync_connector
+
+        pull = queryset.exclude(kind=Connector.Kind.API)
+        for connector in pull:
+            sync_connector.delay(connector.pk)
+        self.message_user(request, f"{pull.count()} connector sync(s) queued.")
 
     @admin.action(description="Enable selected connectors")
     def enable(self, request: HttpRequest, queryset: QuerySet[Connector]) -> None:

@@ -19,7 +19,7 @@ if [ -f .services/celery/worker.pid ] && kill -0 "$(cat .services/celery/worker.
   kill "$(cat .services/celery/worker.pid)" || true
   for _ in $(seq 1 50); do kill -0 "$(cat .services/celery/worker.pid 2>/dev/null)" 2>/dev/null || break; sleep 0.2; done
 fi
-.venv/bin/celery -A config worker --loglevel=INFO --concurrency=2 \
+.venv/bin/celery -A config worker --beat --schedule .services/celery/beat-schedule --loglevel=INFO --concurrency=2 \
   --pidfile=.services/celery/worker.pid --logfile=.services/celery/worker.log --detach
 
 HOST="${RUN_HOST:-127.0.0.1}"; PORT="${RUN_PORT:-8000}"

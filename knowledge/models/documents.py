@@ -25,7 +25,8 @@ class Document(models.Model):
     connector = models.ForeignKey(Connector, on_delete=models.CASCADE, related_name="documents")
     external_id = models.CharField(max_length=512)
     title = models.CharField(max_length=500, blank=True)
-    source_url = models.URLField(max_length=2000, blank=True)
+    # Any URI (http(s), file://, s3://…): connectors cite where a document came from.
+    source_url = models.CharField(max_length=2000, blank=True)
     content = models.TextField()
     content_hash = models.CharField(max_length=64, db_index=True)
     metadata = models.JSONField(default=dict, blank=True)

@@ -176,7 +176,7 @@ def _write(connector: Connector, batch: _Batch, model: str) -> int:
             unique_fields=["connector", "external_id"],
             update_fields=[
                 *("title", "source_url", "content", "content_hash", "metadata", "language"),
-                *("environment", "is_public", "updated_at"),
+                *("environment", "is_public", "deleted_at", "updated_at"),  # seen again: restored
             ],
         )
         through = Document.allowed_principals.through
