@@ -41,3 +41,21 @@ class BrokenKeywordBackend(PostgresRetrievalBackend):
         self, scope: SearchScope, query_text: str, languages: Sequence[str], limit: int
     ) -> list[LaneHit]:
         raise RuntimeError("keyword lane exploded")
+
+
+class RecordingIndexBackend(PostgresRetrievalBackend):
+    """An external-index stand-in that records what the sync hooks were told."""
+
+    requires_index_sync = True
+    states: ClassVar[dict[int, Any]] = {}
+    deleted: ClassVar[set[int]] = set()
+
+    def sync_document_access(self, states: Sequence[Any]) -> None:
+        for state in states:
+            self.states[state.document_id] = state
+            self.deleted.discard(state.document_id)
+
+    def sync_document_deletions(self, document_ids: Sequence[int]) -> None:
+        for document_id in document_ids:
+            self.states.pop(document_id, None)
+            self.deleted.add(document_id)
