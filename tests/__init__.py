@@ -1,0 +1,1 @@
+"""Tests of the whole project, on the real PostgreSQL, Redis and OpenSearch."""

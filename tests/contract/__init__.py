@@ -1,0 +1,1 @@
+"""The shared retrieval-backend contract suite."""
