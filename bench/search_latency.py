@@ -280,12 +280,22 @@ EXACT_VECTOR = (
 )
 
 
-def sql_ids(sql: str, params: Sequence[Any]) -> list[int]:
+def sql_ids(sql: str, params: Sequence[Any] | dict[str, Any]) -> list[int]:
     from django.db import connection
 
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return [row[0] for row in cursor.fetchall()]
+
+
+def raw_bm25(tenant_id: int, text: str) -> list[int]:
+    """The keyword lane's BM25 query with no scope filter and no service layer."""
+    from retrieval_backends.postgres.bm25 import BM25_SQL, BM25Params
+
+    params = BM25Params()
+    args = {"languages": ["english"], "query": text, "tenant": tenant_id, "budget": params.candidate_budget}
+    args |= {"k1": params.k1, "b": params.b, "limit": LIMIT}
+    return sql_ids(BM25_SQL.replace("{where}", "TRUE"), args)
 
 
 def raw_pair(query: tuple[list[float], str]) -> None:
@@ -327,7 +337,8 @@ def measure_latency(tenant_id: int, queries: list[tuple[list[float], str]], warm
                 scope=scope, query_text=q[1], query_embedding=q[0], limit=LIMIT
             ),
             "raw_vector": lambda q: sql_ids(RAW_VECTOR, [vector_text(q[0])]),
-            "raw_keyword": lambda q: sql_ids(RAW_KEYWORD, [q[1]]),
+            "raw_keyword": lambda q: raw_bm25(tenant_id, q[1]),
+            "raw_keyword_ts_rank": lambda q: sql_ids(RAW_KEYWORD, [q[1]]),
         },
     )
     ms = {name: [t for t, _ in samples] for name, samples in runs.items()}
@@ -387,6 +398,7 @@ def report_lines(figures: dict[str, Any]) -> Iterator[str]:
         "hybrid",
         "raw_vector",
         "raw_keyword",
+        "raw_keyword_ts_rank",
         "raw",
     ):
         yield f"{name:<34}{lat[name]['p50_ms']:>10.2f}{lat[name]['p95_ms']:>10.2f}"

@@ -237,10 +237,15 @@ def search_chunks(
 def _keyword_call(
     backend: KnowledgeRetrievalBackend, scope: SearchScope, query_text: str, depth: int, warnings: list[str]
 ) -> Callable[[], list[LaneHit]]:
-    languages = backend.get_text_search_languages(scope.tenant_id, scope.connector_ids)
-    if languages and not backend.has_keyword_statistics(scope.tenant_id, languages, scope.connector_ids):
-        warnings.append(
-            "keyword statistics are missing, so the keyword lane ranks with ts_rank instead of BM25; "
-            "run `manage.py rebuild_keyword_statistics`"
-        )
-    return lambda: backend.keyword_search(scope, query_text, languages, depth)
+    """The keyword lane, including its language and statistics look-ups (they run in the lane's thread)."""
+
+    def lane() -> list[LaneHit]:
+        languages = backend.get_text_search_languages(scope.tenant_id, scope.connector_ids)
+        if languages and not backend.has_keyword_statistics(scope.tenant_id, languages, scope.connector_ids):
+            warnings.append(
+                "keyword statistics are missing, so the keyword lane ranks with ts_rank instead of BM25; "
+                "run `manage.py rebuild_keyword_statistics`"
+            )
+        return backend.keyword_search(scope, query_text, languages, depth)
+
+    return lane
