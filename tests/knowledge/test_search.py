@@ -163,3 +163,26 @@ def test_verification_keeps_rank_order_and_canonical_acl(kb) -> None:  # type: i
     docs["cats"].save()
     user_scope = replace(scope, principal_tokens=frozenset({"public", user.acl_token}))
     assert [h.chunk_id for h in verify_hits(user_scope, hits)] == [chunks[0].pk, chunks[2].pk]
+
+
+def test_child_hits_expand_to_their_parent_once(db, settings) -> None:  # type: ignore[no-untyped-def]
+    from knowledge.pipeline.registry import reset_pipeline
+
+    settings.KNOWLEDGE_CHUNKER = "knowledge.pipeline.chunkers.parent_child.ParentChildChunker"
+    settings.KNOWLEDGE_CHUNK_TOKENS = 40
+    reset_pipeline()
+    connector = ConnectorFactory.create()
+    sentences = [f"Sentence {i} talks about topic{i} in detail with several filler words." for i in range(12)]
+    document = document_upsert(
+        connector=connector, external_id="long", content=" ".join(sentences), is_public=True
+    ).document
+    chunks = list(Chunk.objects.filter(document=document).order_by("chunk_index"))
+    children = [c for c in chunks if c.parent_index is not None]
+    assert children, "the parent-child chunker should have produced children"
+    scope = SearchScope(tenant_id=connector.tenant_id, principal_tokens=frozenset({"public"}))
+    result = search_chunks(scope=scope, query_text="topic3 detail", limit=5)
+    parents = {c.chunk_index: c for c in chunks if c.parent_index is None}
+    positions = [(h.document_id, h.chunk_index) for h in result.hits]
+    assert len(positions) == len(set(positions))
+    assert all(h.chunk_index in parents and h.content == parents[h.chunk_index].content for h in result.hits)
+    assert "topic3" in result.hits[0].content
