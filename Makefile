@@ -25,6 +25,8 @@ test: services
 	.venv/bin/python manage.py makemigrations --check --dry-run
 	.venv/bin/mypy .
 	OPENSEARCH_REQUIRED=1 .venv/bin/pytest
+	.venv/bin/python manage.py migrate --no-input -v 0
+	KNOWLEDGE_EMBEDDER=hashing .venv/bin/python manage.py evals retrieval --baseline tests/fixtures/retrieval/baseline.json
 
 stop:
 	-[ -f .services/celery/worker.pid ] && kill $$(cat .services/celery/worker.pid)

@@ -293,7 +293,7 @@ def raw_bm25(tenant_id: int, text: str) -> list[int]:
     from retrieval_backends.postgres.bm25 import BM25_SQL, BM25Params
 
     params = BM25Params()
-    args = {"languages": ["english"], "query": text, "tenant": tenant_id, "budget": params.candidate_budget}
+    args = {"languages": ["english"], "query": text, "tenant": tenant_id, "budget": params.budget_for(LIMIT)}
     args |= {"k1": params.k1, "b": params.b, "limit": LIMIT}
     return sql_ids(BM25_SQL.replace("{where}", "TRUE"), args)
 

@@ -14,6 +14,7 @@ from knowledge.services.documents import (
     document_upsert,
 )
 from retrieval_backends.postgres import PostgresRetrievalBackend
+from retrieval_backends.postgres.bm25 import BM25Params, bm25_search
 from retrieval_backends.types import SearchScope
 from tests.factories import ConnectorFactory
 
@@ -62,9 +63,12 @@ def test_scores_match_hand_computed_bm25() -> None:
 def test_candidate_budget_probes_with_the_rarest_terms_only() -> None:
     connector = ConnectorFactory.create()
     ids = ingest(connector, TINY)
-    got = scores(PostgresRetrievalBackend(keyword_candidate_budget=1), connector.tenant_id, "apple banana")
-    assert set(got) == {ids["d1"]}  # d2 matches only the commoner term
-    assert got[ids["d1"]] == pytest.approx(1.818644, abs=1e-5)  # still scored on every query term
+    scope = SearchScope(tenant_id=connector.tenant_id, principal_tokens=frozenset({"public"}))
+    tight = BM25Params(candidate_budget=1, per_result=0)
+    hits = bm25_search(scope, "apple banana", ["simple"], 10, params=tight, timeout_ms=5000)
+    assert [h.document_id for h in hits] == [ids["d1"]]  # d2 matches only the commoner term
+    assert hits[0].score == pytest.approx(1.818644, abs=1e-5)  # still scored on every query term
+    assert BM25Params(candidate_budget=1).budget_for(10) == 100  # never fewer than 10 postings per result
 
 
 def test_statistics_follow_insert_replace_soft_delete_restore_and_delete() -> None:

@@ -1,0 +1,1 @@
+"""Offline retrieval evaluation: judged queries, ranking metrics, configurations, reports and baselines."""

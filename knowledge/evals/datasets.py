@@ -1,0 +1,119 @@
+"""Judged query sets in BEIR format, and their corpus ingested (idempotently) into a dedicated tenant."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.utils.text import slugify
+
+from knowledge.connectors import beir
+from knowledge.models import Connector, Document, Tenant
+from knowledge.pipeline.registry import configured_name, get_embedder
+from knowledge.services.documents import document_hard_delete
+from knowledge.services.ingestion import IngestStats, documents_ingest
+
+FIXTURE_DIR = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "retrieval"
+FIXTURE_TENANT = "evals-fixture"
+CONNECTOR_NAME = "evals-corpus"
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A BEIR folder, the split whose judged queries are evaluated, and its queries and qrels."""
+
+    name: str
+    root: Path
+    split: str
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+
+
+def load_dataset(root: Path, split: str, name: str | None = None) -> Dataset:
+    """Read a BEIR dataset (named after its folder by default); FileNotFoundError names the missing file."""
+    beir.check_dataset(root, split)
+    qrels = beir.load_qrels(root, split)
+    queries = beir.load_queries(root)
+    missing = sorted(set(qrels) - set(queries))
+    if missing:
+        raise ValueError(
+            f"{root}: qrels/{split}.tsv judges queries missing from queries.jsonl: {missing[:5]}"
+        )
+    return Dataset(name or root.resolve().name, root, split, {q: queries[q] for q in qrels}, qrels)
+
+
+def default_tenant_slug(root: Path) -> str:
+    """`beir-<folder name>`, e.g. `beir-scifact`."""
+    return f"beir-{slugify(root.resolve().name)}"[:64]
+
+
+@dataclass(frozen=True)
+class IngestOutcome:
+    connector: Connector
+    reused: bool
+    purged: int
+    stats: IngestStats | None
+
+
+def _purge(connector: Connector) -> int:
+    """Hard-delete the connector's documents (chunks and vectors go with them)."""
+    ids = list(Document.objects.filter(connector=connector).values_list("pk", flat=True))
+    return sum(document_hard_delete(document_id=pk) for pk in ids)
+
+
+def corpus_fingerprint(root: Path) -> dict[str, str]:
+    """What the ingested copy depends on: the corpus file, the embedder and the chunker."""
+    return {
+        "corpus_hash": beir.corpus_hash(root),
+        "embedder": get_embedder().name,
+        "chunker": configured_name("chunker"),
+    }
+
+
+def corpus_ingest(
+    *,
+    root: Path,
+    tenant_slug: str,
+    force: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> IngestOutcome:
+    """Ingest the corpus unless the connector already holds it (same fingerprint), or always with `force`.
+
+    `documents_ingest` skips unchanged documents, so a new embedder or chunker (or `force`) deletes the
+    connector's documents first: every chunk and vector is then made again.
+    """
+    tenant, _ = Tenant.objects.get_or_create(slug=tenant_slug, defaults={"name": tenant_slug})
+    connector, _ = Connector.objects.get_or_create(
+        tenant=tenant, name=CONNECTOR_NAME, defaults={"kind": Connector.Kind.API}
+    )
+    wanted = corpus_fingerprint(root)
+    stored = {key: connector.config.get(key) for key in wanted}
+    if stored == wanted and not force:
+        return IngestOutcome(connector, reused=True, purged=0, stats=None)
+    rebuild = force or any(stored[key] != wanted[key] for key in ("embedder", "chunker"))
+    purged = _purge(connector) if rebuild else 0
+    # The corpus stays unknown until the ingest completes, so an interrupted run is resumed.
+    _save_config(connector, **{**wanted, "corpus_hash": None})
+    stats = documents_ingest(connector=connector, documents=beir.iter_corpus(root), on_progress=on_progress)
+    purged += _drop_missing(connector, root)
+    _save_config(connector, corpus_hash=wanted["corpus_hash"], documents=stats.documents)
+    return IngestOutcome(connector, reused=False, purged=purged, stats=stats)
+
+
+def _save_config(connector: Connector, **values: object) -> None:
+    connector.config = {**connector.config, **values}
+    connector.save(update_fields=["config"])
+
+
+def _drop_missing(connector: Connector, root: Path) -> int:
+    """Delete the documents a changed corpus no longer has."""
+    current = {d.external_id for d in beir.iter_corpus(root)}
+    stale = Document.objects.filter(connector=connector).exclude(external_id__in=current)
+    return sum(document_hard_delete(document_id=pk) for pk in stale.values_list("pk", flat=True))
+
+
+def write_json(path: Path, payload: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")

@@ -1,0 +1,93 @@
+"""Runs every judged query through each configuration and scores the ranked documents."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from knowledge.evals.configs import EvalConfig
+from knowledge.evals.datasets import Dataset
+from knowledge.evals.metrics import MetricSet, dedupe, judged_queries, per_query
+from knowledge.models import Connector, Document
+from knowledge.selectors.search import Stages, search_chunks
+from retrieval_backends.types import PUBLIC_TOKEN, SearchScope
+
+MAX_CHUNKS = 200  # a document has several chunks, so the top max(k) documents need more chunks
+
+
+@dataclass
+class ConfigResult:
+    """One configuration's mean metrics, throughput and per-query scores."""
+
+    name: str
+    metrics: dict[str, float]
+    queries: int
+    seconds: float
+    per_query: dict[str, dict[str, float]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def queries_per_second(self) -> float:
+        return self.queries / self.seconds if self.seconds else 0.0
+
+
+def chunk_limit(ks: Sequence[int]) -> int:
+    """Chunks to ask for: twice the deepest cut-off, at most MAX_CHUNKS (but never fewer than max(k))."""
+    deepest = max(ks)
+    return max(deepest, min(deepest * 2, MAX_CHUNKS))
+
+
+def public_scope(connector: Connector) -> SearchScope:
+    """What anyone may see in the connector: the evaluated corpora are public."""
+    return SearchScope(
+        tenant_id=connector.tenant_id,
+        principal_tokens=frozenset({PUBLIC_TOKEN}),
+        connector_ids=(connector.pk,),
+    )
+
+
+@dataclass(frozen=True)
+class _Context:
+    scope: SearchScope
+    external_ids: dict[int, str]
+    limit: int
+
+
+def _ranked(context: _Context, text: str, config: EvalConfig, stages: Stages) -> tuple[list[str], list[str]]:
+    """The documents (external ids) in the order of their best chunk, and the search's warnings."""
+    result = search_chunks(
+        scope=context.scope, query_text=text, limit=context.limit, lanes=config.lanes, stages=stages
+    )
+    ranked = dedupe(context.external_ids[hit.document_id] for hit in result.hits)
+    return ranked, result.warnings
+
+
+def run_config(
+    *,
+    connector: Connector,
+    dataset: Dataset,
+    config: EvalConfig,
+    metrics: MetricSet,
+    query_ids: Sequence[str] | None = None,
+    on_query: Callable[[], None] | None = None,
+) -> ConfigResult:
+    """Search each judged query (in id order) with `config` and average the metrics over them."""
+    ids = list(query_ids if query_ids is not None else judged_queries(dataset.qrels))
+    documents = Document.objects.filter(connector=connector).values_list("pk", "external_id")
+    context = _Context(public_scope(connector), dict(documents), chunk_limit(metrics.ks))
+    stages = config.stages()
+    scores: dict[str, dict[str, float]] = {}
+    warnings: dict[str, None] = {}
+    started = time.perf_counter()
+    for query_id in ids:
+        ranked, found = _ranked(context, dataset.queries[query_id], config, stages)
+        scores[query_id] = per_query(ranked, dataset.qrels[query_id], metrics)
+        warnings.update(dict.fromkeys(found))
+        if on_query:
+            on_query()
+    seconds = time.perf_counter() - started
+    means = {
+        name: sum(s[name] for s in scores.values()) / len(ids) if ids else 0.0 for name in metrics.names()
+    }
+    return ConfigResult(config.name, means, len(ids), seconds, scores, list(warnings))

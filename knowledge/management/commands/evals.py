@@ -1,0 +1,173 @@
+"""Offline evaluations: `evals retrieval` scores the search pipeline on judged queries (fixture or BEIR)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from tqdm import tqdm
+
+from knowledge.connectors import beir
+from knowledge.errors import KnowledgeError
+from knowledge.evals import baseline as baselines
+from knowledge.evals.configs import CONFIGS, EvalConfig, select_configs
+from knowledge.evals.datasets import (
+    FIXTURE_DIR,
+    FIXTURE_TENANT,
+    Dataset,
+    corpus_ingest,
+    default_tenant_slug,
+    load_dataset,
+    write_json,
+)
+from knowledge.evals.metrics import MetricSet, judged_queries
+from knowledge.evals.report import RunInfo, json_report, markdown_report, text_table
+from knowledge.evals.runner import ConfigResult, run_config
+from knowledge.models import Connector
+from knowledge.pipeline.registry import configured_name, get_embedder
+
+
+def parse_ks(value: str) -> tuple[int, ...]:
+    try:
+        ks = sorted({int(part) for part in value.split(",") if part.strip()})
+    except ValueError:
+        raise CommandError(f"--k expects comma-separated integers, got {value!r}") from None
+    if not ks or ks[0] < 1:
+        raise CommandError(f"--k expects positive cut-offs, got {value!r}")
+    return tuple(ks)
+
+
+class Command(BaseCommand):
+    help = "Evaluate retrieval quality on judged queries: the project's fixture, or a BEIR dataset (--beir)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        suites = parser.add_subparsers(dest="suite", required=True, metavar="SUITE")
+        retrieval = suites.add_parser("retrieval", help="Recall, MRR and nDCG of search configurations")
+        retrieval.add_argument(
+            "--beir", type=Path, default=None, help="a BEIR dataset folder (default: fixture)"
+        )
+        retrieval.add_argument("--split", default="test", help="the qrels split to evaluate (default: test)")
+        retrieval.add_argument("--k", default="1,5,10,100", help="cut-offs for Recall@k and nDCG@k")
+        retrieval.add_argument(
+            "--configs",
+            nargs="+",
+            default=None,
+            metavar="NAME",
+            help=f"any of {', '.join(CONFIGS)} (default: all)",
+        )
+        retrieval.add_argument("--json", type=Path, default=None, help="write a JSON report here")
+        retrieval.add_argument(
+            "--markdown", type=Path, default=None, help="write a Markdown report (+ PNG chart)"
+        )
+        retrieval.add_argument(
+            "--baseline", type=Path, default=None, help="fail on drops against this baseline"
+        )
+        retrieval.add_argument(
+            "--update-baseline", action="store_true", help="rewrite --baseline from this run"
+        )
+        retrieval.add_argument("--tenant", default=None, help="tenant slug for the corpus (default: derived)")
+        retrieval.add_argument("--tolerance", type=float, default=0.01, help="allowed absolute drop (0.01)")
+        retrieval.add_argument(
+            "--reingest", action="store_true", help="re-ingest a BEIR corpus even when it looks current"
+        )
+        retrieval.add_argument("--limit-queries", type=int, default=None, help="evaluate the first N queries")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        metrics, configs, dataset = self._parse(options)
+        beir_root: Path | None = options["beir"]
+        tenant = options["tenant"] or (default_tenant_slug(dataset.root) if beir_root else FIXTURE_TENANT)
+        # The fixture is re-ingested every run (it takes a second), so that a change in chunking shows.
+        connector = self._ingest(dataset.root, tenant, force=options["reingest"] or beir_root is None)
+        query_ids = judged_queries(dataset.qrels)[: options["limit_queries"]]
+        info = RunInfo(
+            dataset.name,
+            dataset.split,
+            len(query_ids),
+            get_embedder().name,
+            configured_name("chunker"),
+            metrics,
+        )
+        results = [self._run(connector, dataset, c, metrics, query_ids) for c in configs]
+        self.stdout.write(text_table(results, metrics))
+        for result in results:
+            for warning in result.warnings:
+                self.stderr.write(f"warning ({result.name}): {warning}")
+        self._write_reports(info, results, options)
+        self._baseline(info, results, options)
+
+    def _parse(self, options: dict[str, Any]) -> tuple[MetricSet, list[EvalConfig], Dataset]:
+        if options["update_baseline"] and options["baseline"] is None:
+            raise CommandError("--update-baseline needs --baseline FILE")
+        if options["limit_queries"] is not None and options["limit_queries"] < 1:
+            raise CommandError("--limit-queries must be at least 1")
+        if options["tolerance"] < 0:
+            raise CommandError("--tolerance must not be negative")
+        metrics = MetricSet(ks=parse_ks(options["k"]))
+        try:
+            configs = select_configs(options["configs"])
+            if options["beir"]:
+                return metrics, configs, load_dataset(options["beir"], options["split"])
+            return metrics, configs, load_dataset(FIXTURE_DIR, options["split"], "fixture")
+        except (FileNotFoundError, ValueError) as exc:
+            raise CommandError(str(exc)) from None
+
+    def _ingest(self, root: Path, tenant: str, force: bool) -> Connector:
+        with tqdm(total=beir.corpus_size(root), unit="doc", desc=f"corpus → {tenant}", disable=None) as bar:
+            try:
+                outcome = corpus_ingest(
+                    root=root, tenant_slug=tenant, force=force, on_progress=lambda d, _c: bar.update(d)
+                )
+            except KnowledgeError as exc:
+                raise CommandError(exc.message) from None
+        if outcome.stats is None:
+            self.stdout.write(
+                f"corpus already ingested in {outcome.connector} (same corpus, embedder and chunker)"
+            )
+        else:
+            stats = outcome.stats
+            self.stdout.write(
+                f"ingested {stats.documents} documents ({stats.written} written, "
+                f"{stats.unchanged} unchanged, {outcome.purged} deleted), "
+                f"{stats.chunks} chunks in {stats.seconds:.1f} s"
+            )
+        return outcome.connector
+
+    def _run(
+        self, connector: Connector, dataset: Dataset, config: EvalConfig, metrics: MetricSet, ids: list[str]
+    ) -> ConfigResult:
+        with tqdm(total=len(ids), unit="query", desc=config.name, disable=None) as bar:
+            return run_config(
+                connector=connector,
+                dataset=dataset,
+                config=config,
+                metrics=metrics,
+                query_ids=ids,
+                on_query=lambda: bar.update(1),
+            )
+
+    def _write_reports(self, info: RunInfo, results: list[ConfigResult], options: dict[str, Any]) -> None:
+        if options["json"]:
+            write_json(options["json"], json_report(info, results))
+            self.stdout.write(f"JSON report: {options['json']}")
+        if options["markdown"]:
+            chart = markdown_report(info, results, options["markdown"])
+            self.stdout.write(f"Markdown report: {options['markdown']} (chart {chart})")
+
+    def _baseline(self, info: RunInfo, results: list[ConfigResult], options: dict[str, Any]) -> None:
+        path: Path | None = options["baseline"]
+        if path is None:
+            return
+        if options["update_baseline"]:
+            baselines.write_baseline(path, info, results)
+            self.stdout.write(f"baseline written: {path}")
+            return
+        try:
+            recorded = baselines.load_baseline(path)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        problems = baselines.mismatches(recorded, info)
+        problems += [f"regression: {d}" for d in baselines.drops(recorded, results, options["tolerance"])]
+        if problems:
+            raise CommandError("retrieval evals failed against the baseline:\n  " + "\n  ".join(problems))
+        self.stdout.write(f"no metric dropped by more than {options['tolerance']} against {path}")

@@ -1,0 +1,128 @@
+"""`manage.py evals retrieval` on the committed fixture, in the test database."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from knowledge.evals.configs import CONFIGS
+from knowledge.evals.datasets import FIXTURE_DIR, FIXTURE_TENANT, corpus_ingest, load_dataset
+from knowledge.models import Connector
+from knowledge.pipeline.registry import configured_name, get_embedder
+
+pytestmark = pytest.mark.django_db
+BASELINE = FIXTURE_DIR / "baseline.json"
+
+
+def evals(*args: str) -> str:
+    out = io.StringIO()
+    call_command("evals", "retrieval", *args, stdout=out, stderr=io.StringIO())
+    return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def report(django_db_setup: Any, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """One full run (all configurations) shared by the shape tests; rolled back afterwards."""
+    from django.db import transaction
+
+    folder = tmp_path_factory.mktemp("evals")
+    with django_db_blocker.unblock(), transaction.atomic():
+        output = evals("--json", str(folder / "r.json"), "--markdown", str(folder / "r.md"))
+        transaction.set_rollback(True)
+    return output, json.loads((folder / "r.json").read_text()), folder
+
+
+def test_fixture_is_big_enough_and_judged() -> None:
+    dataset = load_dataset(FIXTURE_DIR, "test")
+    assert len(dataset.qrels) >= 30
+    assert sum(1 for _ in (FIXTURE_DIR / "corpus.jsonl").open()) >= 40
+    assert {grade for judged in dataset.qrels.values() for grade in judged.values()} >= {1, 2}
+
+
+def test_table_and_json_shape(report: Any) -> None:
+    output, data, _ = report
+    header = "config  recall@1  recall@5  recall@10  recall@100  mrr@10  ndcg@1  ndcg@5  ndcg@10  ndcg@100"
+    assert " ".join(output.split()).find(" ".join(header.split())) >= 0
+    assert list(data["configs"]) == list(CONFIGS)
+    assert data["ks"] == [1, 5, 10, 100] and data["queries"] >= 30 and data["dataset"] == "fixture"
+    for row in data["configs"].values():
+        assert set(row) == {"metrics", "queries_per_second", "warnings"} and row["warnings"] == []
+        assert all(0.0 <= value <= 1.0 for value in row["metrics"].values())
+        assert len(row["metrics"]) == 9 and row["queries_per_second"] > 0
+    assert set(data["per_query"]["hybrid"]) == set(load_dataset(FIXTURE_DIR, "test").qrels)
+
+
+def test_hybrid_beats_a_single_lane(report: Any) -> None:
+    metrics = {name: row["metrics"] for name, row in report[1]["configs"].items()}
+    assert metrics["hybrid"]["ndcg@10"] > min(metrics["keyword"]["ndcg@10"], metrics["vector"]["ndcg@10"])
+
+
+def test_markdown_links_the_chart_relatively(report: Any) -> None:
+    folder = report[2]
+    markdown = (folder / "r.md").read_text()
+    assert "](r.png)" in markdown and "| hybrid |" in markdown
+    assert (folder / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.skipif(
+    get_embedder().name != "hashing-sha256-384", reason="the baseline is recorded with hashing"
+)
+def test_the_committed_baseline_holds_and_runs_are_deterministic(tmp_path: Path) -> None:
+    first = evals("--baseline", str(BASELINE), "--json", str(tmp_path / "a.json"))
+    assert "no metric dropped" in first
+    second = evals("--json", str(tmp_path / "b.json"))
+    assert "52 deleted" in second  # the fixture is re-ingested on every run
+
+    def metrics(name: str) -> Any:
+        return {c: r["metrics"] for c, r in json.loads((tmp_path / name).read_text())["configs"].items()}
+
+    assert metrics("a.json") == metrics("b.json")
+
+
+def test_a_drop_beyond_the_tolerance_fails_naming_the_metric(tmp_path: Path) -> None:
+    path = tmp_path / "baseline.json"
+    evals("--configs", "keyword", "--k", "10", "--baseline", str(path), "--update-baseline")
+    recorded = json.loads(path.read_text())
+    assert set(recorded["configs"]) == {"keyword"}
+    recorded["configs"]["keyword"]["ndcg@10"] += 0.02
+    recorded["configs"]["keyword"]["recall@10"] += 0.005  # within the tolerance
+    path.write_text(json.dumps(recorded))
+    with pytest.raises(CommandError) as failure:
+        evals("--configs", "keyword", "--k", "10", "--baseline", str(path))
+    assert "keyword ndcg@10" in str(failure.value) and "recall@10" not in str(failure.value)
+    evals("--configs", "keyword", "--k", "10", "--baseline", str(path), "--tolerance", "0.05")
+
+
+def test_a_new_embedder_or_chunker_reingests_and_an_unchanged_corpus_is_reused() -> None:
+    first = corpus_ingest(root=FIXTURE_DIR, tenant_slug=FIXTURE_TENANT)
+    assert not first.reused and first.stats is not None and first.stats.written >= 40
+    assert corpus_ingest(root=FIXTURE_DIR, tenant_slug=FIXTURE_TENANT).reused
+    for key in ("embedder", "chunker"):
+        config = Connector.objects.get(pk=first.connector.pk).config
+        Connector.objects.filter(pk=first.connector.pk).update(config={**config, key: "old"})
+        again = corpus_ingest(root=FIXTURE_DIR, tenant_slug=FIXTURE_TENANT)
+        assert again.purged == first.stats.written and again.stats is not None
+        assert again.stats.written == first.stats.written
+    config = Connector.objects.get(pk=first.connector.pk).config
+    assert config["embedder"] == get_embedder().name and config["chunker"] == configured_name("chunker")
+    forced = corpus_ingest(root=FIXTURE_DIR, tenant_slug=FIXTURE_TENANT, force=True)
+    assert forced.purged == first.stats.written and not forced.reused
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--configs", "nope"), "unknown configuration"),
+        (("--k", "0,5"), "positive"),
+        (("--update-baseline",), "needs --baseline"),
+        (("--beir", "/nonexistent"), "not a BEIR dataset"),
+    ],
+)
+def test_bad_arguments(args: tuple[str, ...], message: str) -> None:
+    with pytest.raises(CommandError, match=message):
+        evals(*args)
