@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('knowledge', '0008_embedding_state'),
+        ("knowledge", "0008_embedding_state"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='document',
-            name='source_url',
+            model_name="document",
+            name="source_url",
             field=models.CharField(blank=True, max_length=2000),
         ),
     ]
