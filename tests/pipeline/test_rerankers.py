@@ -16,8 +16,8 @@ from retrieval_backends.types import SearchScope
 from tests.factories import ConnectorFactory
 
 QUERY = Query(text="q", embedding=(1.0, 0.0, 0.0))
-A_VEC = (0.8, 0.6, 0.0)  # relevance 0.8
-C_VEC = (0.6, 0.0, 0.8)  # relevance 0.6; cosine to A 0.48
+A_VEC = (0.8, 0.6, 0.0)
+C_VEC = (0.6, 0.0, 0.8)  # cosine to A 0.48
 
 
 def cand(chunk_id: int, score: float, embedding: tuple[float, ...] | None) -> Candidate:
@@ -26,7 +26,8 @@ def cand(chunk_id: int, score: float, embedding: tuple[float, ...] | None) -> Ca
     )
 
 
-A, B, N, C = cand(1, 0.05, A_VEC), cand(2, 0.04, A_VEC), cand(3, 0.03, None), cand(4, 0.02, C_VEC)
+# Fused scores normalise to relevance A 1, B 0.875, C 0.85, N 0.
+A, B, C, N = cand(1, 0.05, A_VEC), cand(2, 0.045, A_VEC), cand(4, 0.044, C_VEC), cand(3, 0.01, None)
 
 
 def ids(hits: list[Candidate]) -> list[int]:
@@ -34,28 +35,30 @@ def ids(hits: list[Candidate]) -> list[int]:
 
 
 def test_mmr_prefers_a_diverse_hit_over_a_duplicate() -> None:
-    # step 1: A (0.8, ties with B, earlier wins); step 2: B = 0.7·0.8 − 0.3·1.0 = 0.26,
-    # C = 0.7·0.6 − 0.3·0.48 = 0.276, so C; step 3: B. N has no vector and keeps its fused slot (third).
-    assert ids(MMRReranker().rerank(QUERY, [A, B, N, C], limit=4)) == [1, 4, 3, 2]
+    # step 1: A (0.7·1); step 2: B = 0.7·0.875 − 0.3·1.0 = 0.3125, C = 0.7·0.85 − 0.3·0.48 = 0.451, so C;
+    # step 3: B. N has no vector and keeps its fused slot (fourth).
+    assert ids(MMRReranker().rerank(QUERY, [A, B, C, N], limit=4)) == [1, 4, 2, 3]
 
 
-def test_mmr_cuts_to_the_limit_after_filling_slots() -> None:
+def test_mmr_cuts_to_the_limit() -> None:
     reranker = MMRReranker()
-    assert ids(reranker.rerank(QUERY, [A, B, N, C], limit=2)) == [1, 4]
-    assert ids(reranker.rerank(QUERY, [A, B, N, C], limit=3)) == [1, 4, 3]
-    assert reranker.rerank(QUERY, [A, B, N, C], limit=0) == []
+    assert ids(reranker.rerank(QUERY, [A, B, C, N], limit=2)) == [1, 4]
+    assert reranker.rerank(QUERY, [A, B, C, N], limit=0) == []
 
 
-def test_mmr_with_lambda_one_is_plain_relevance() -> None:
-    assert ids(MMRReranker(lambda_=1.0).rerank(QUERY, [C, A, B], limit=3)) == [1, 2, 4]
+def test_vectorless_candidates_keep_their_slot() -> None:
+    a, n, b, c = cand(1, 0.05, A_VEC), cand(3, 0.047, None), cand(2, 0.045, A_VEC), cand(4, 0.044, C_VEC)
+    assert ids(MMRReranker().rerank(QUERY, [a, n, b, c], limit=4)) == [1, 3, 4, 2]
 
 
-def test_mmr_without_a_query_vector_uses_the_normalised_fused_score() -> None:
-    a, b, c = cand(1, 0.05, A_VEC), cand(2, 0.03, A_VEC), cand(4, 0.02, C_VEC)
-    # relevance: A 1, B 1/3, C 0. With λ = 0.5, after A: B = 0.5/3 − 0.5·1 = −0.33, C = 0 − 0.5·0.48 = −0.24.
-    text_only = Query(text="q")
-    assert ids(MMRReranker(lambda_=0.5).rerank(text_only, [a, b, c], limit=3)) == [1, 4, 2]
-    assert ids(MMRReranker().rerank(text_only, [a, b, c], limit=3)) == [1, 2, 4]
+def test_mmr_with_lambda_one_is_the_fused_order() -> None:
+    assert ids(MMRReranker(lambda_=1.0).rerank(QUERY, [A, B, C], limit=3)) == [1, 2, 4]
+
+
+def test_relevance_is_the_fused_score_not_the_query_cosine() -> None:
+    # C points along the query vector, yet A (better fused score, e.g. from the keyword lane) stays first.
+    a, c = cand(1, 0.05, (0.0, 1.0, 0.0)), cand(4, 0.01, (1.0, 0.0, 0.0))
+    assert ids(MMRReranker().rerank(QUERY, [a, c], limit=2)) == [1, 4]
 
 
 def test_mmr_without_any_vectors_keeps_the_fused_order() -> None:

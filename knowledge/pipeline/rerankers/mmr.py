@@ -1,10 +1,11 @@
-"""Maximal Marginal Relevance: trade relevance to the query against redundancy with what is already picked."""
+"""Maximal Marginal Relevance: trade relevance against redundancy with what is already picked."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 
+import numpy as np
 from django.conf import settings
 
 from knowledge.pipeline.fusers.weighted import min_max
@@ -23,12 +24,13 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 class MMRReranker(Reranker):
-    """Greedy MMR on chunk vectors: pick argmax λ·relevance − (1−λ)·max cosine to the picked ones.
+    """Greedy MMR: pick argmax λ·relevance − (1−λ)·max cosine to the chunks already picked.
 
-    Relevance is cosine(query vector, chunk vector), or the min-max normalised fused score when the query
-    has no vector. Only candidates with a vector are reordered: a candidate without one cannot be compared,
-    so it keeps its fused position (slot) in the list and MMR fills the other slots. Ties go to the better
-    fused rank.
+    Relevance is the min-max normalised fused score, so every lane that ranked a chunk counts (a
+    query-to-chunk cosine alone would throw the keyword lane away); redundancy is the cosine between
+    chunk vectors. Only candidates with a vector are reordered: one without a vector cannot be
+    compared, so it keeps its fused position (slot) and MMR fills the other slots. Ties go to the
+    better fused rank.
     """
 
     needs_embeddings = True
@@ -43,35 +45,33 @@ class MMRReranker(Reranker):
     def rerank(self, query: Query, hits: Sequence[Candidate], limit: int) -> list[Candidate]:
         pool = list(hits)
         slots = sum(1 for h in pool[: max(limit, 0)] if h.embedding is not None)
-        ordered = iter(self._select(query, pool, slots))
+        ordered = iter(self._select(pool, slots))
         return [h if h.embedding is None else next(ordered) for h in pool[: max(limit, 0)]]
 
-    def _relevance(self, query: Query, pool: Sequence[Candidate]) -> list[float]:
-        if query.embedding is not None:
-            return [cosine(query.embedding, h.embedding) if h.embedding else 0.0 for h in pool]
+    def _select(self, pool: Sequence[Candidate], count: int) -> list[Candidate]:
+        """The first `count` MMR picks among the candidates that have a vector, in pick order."""
         normalised = min_max(dict(enumerate(h.score for h in pool)))
-        return [normalised[i] for i in range(len(pool))]
-
-    def _select(self, query: Query, pool: Sequence[Candidate], count: int) -> list[Candidate]:
-        """The first `count` MMR picks among the candidates that have a vector."""
-        relevance = self._relevance(query, pool)
-        vectors = {i: _unit(h.embedding) for i, h in enumerate(pool) if h.embedding is not None}
-        redundancy: dict[int, float] = {}
-        remaining = list(vectors)
-        picked: list[Candidate] = []
-        while remaining and len(picked) < count:
-            best = max(remaining, key=lambda i: (self._score(relevance[i], redundancy.get(i)), -i))
-            remaining.remove(best)
-            picked.append(pool[best])
-            for i in remaining:
-                similarity = sum(x * y for x, y in zip(vectors[i], vectors[best], strict=False))
-                redundancy[i] = max(redundancy.get(i, -math.inf), similarity)
-        return picked
-
-    def _score(self, relevance: float, redundancy: float | None) -> float:
-        return self.lambda_ * relevance - (1.0 - self.lambda_) * (redundancy or 0.0)
+        indexes = [i for i, h in enumerate(pool) if h.embedding is not None]
+        if not indexes or count <= 0:
+            return []
+        vectors = _unit_rows([pool[i].embedding or () for i in indexes])
+        similarity = vectors @ vectors.T
+        relevance = self.lambda_ * np.array([normalised[i] for i in indexes])
+        redundancy = np.zeros(len(indexes))
+        available = np.ones(len(indexes), dtype=bool)
+        picked: list[int] = []
+        for _ in range(min(count, len(indexes))):
+            scores = np.where(available, relevance - (1.0 - self.lambda_) * redundancy, -np.inf)
+            best = int(np.argmax(scores))  # first maximum = better fused rank
+            picked.append(best)
+            available[best] = False
+            redundancy = similarity[best] if len(picked) == 1 else np.maximum(redundancy, similarity[best])
+        return [pool[indexes[i]] for i in picked]
 
 
-def _unit(vector: Sequence[float]) -> tuple[float, ...]:
-    norm = math.sqrt(sum(x * x for x in vector))
-    return tuple(x / norm for x in vector) if norm else tuple(0.0 for _ in vector)
+def _unit_rows(vectors: Sequence[Sequence[float]]) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero); rows of another length than the first are zeroed."""
+    width = len(vectors[0])
+    matrix = np.array([v if len(v) == width else [0.0] * width for v in vectors], dtype=np.float64)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
