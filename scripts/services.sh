@@ -11,6 +11,10 @@ PG_HOME="/var/lib/$PG_USER"
 PG_NAME="${PG_INSTANCE:-knowledge}"
 PG_PORT="${PG_PORT:-5433}"
 PG_DB="${PG_DATABASE:-knowledge}"
+# A DATABASE_URL on the embedded server names the database to create.
+case "${DATABASE_URL:-}" in
+  *@127.0.0.1:"$PG_PORT"/*|*@localhost:"$PG_PORT"/*) PG_DB="${DATABASE_URL##*/}"; PG_DB="${PG_DB%%\?*}" ;;
+esac
 REDIS_PORT="${REDIS_PORT:-6379}"
 VENV="${VENV:-$REPO/.venv}"
 
