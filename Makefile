@@ -24,9 +24,9 @@ test: services
 	.venv/bin/ruff format --check .
 	.venv/bin/python manage.py makemigrations --check --dry-run
 	.venv/bin/mypy .
-	OPENSEARCH_REQUIRED=1 .venv/bin/pytest
 	.venv/bin/python manage.py migrate --no-input -v 0
 	KNOWLEDGE_EMBEDDER=hashing .venv/bin/python manage.py evals retrieval --baseline tests/fixtures/retrieval/baseline.json
+	OPENSEARCH_REQUIRED=1 .venv/bin/pytest
 
 stop:
 	-[ -f .services/celery/worker.pid ] && kill $$(cat .services/celery/worker.pid)
