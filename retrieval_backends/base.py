@@ -137,6 +137,12 @@ class KnowledgeRetrievalBackend:
             "subclasses of KnowledgeRetrievalBackend must provide get_populated_embedding_dimensions()"
         )
 
+    def has_embedding_model(self, tenant_id: int, model: str) -> bool:
+        """Whether the tenant has at least one vector written by this embedding model."""
+        raise NotImplementedError(
+            "subclasses of KnowledgeRetrievalBackend must provide has_embedding_model()"
+        )
+
     def has_keyword_statistics(
         self, tenant_id: int, languages: Sequence[str], connector_ids: Sequence[int] | None
     ) -> bool:

@@ -19,7 +19,7 @@ from knowledge.pipeline.registry import get_compressor, get_fuser, get_reranker
 from knowledge.pipeline.rerankers.base import Reranker
 from knowledge.pipeline.types import Candidate, Query
 from knowledge.selectors.expansion import expand_to_parents
-from knowledge.selectors.vectors import chunk_vectors, model_is_indexed
+from knowledge.selectors.vectors import chunk_vectors
 from knowledge.selectors.verification import verify_hits
 from retrieval_backends.base import KnowledgeRetrievalBackend
 from retrieval_backends.registry import get_backend
@@ -69,8 +69,8 @@ def _vector_query(
     embedding: Sequence[float] | None,
     warnings: list[str],
 ) -> _VectorQuery | None:
-    populated = backend.get_populated_embedding_dimensions(scope.tenant_id, scope.connector_ids)
     if embedding is not None:
+        populated = backend.get_populated_embedding_dimensions(scope.tenant_id, scope.connector_ids)
         if len(embedding) not in populated:
             raise InvalidInput(
                 f"the query vector has {len(embedding)} dimensions, but the indexed vectors have "
@@ -79,9 +79,8 @@ def _vector_query(
             )
         return _VectorQuery(list(embedding), len(embedding), None)
     embedder = active_embedder()
-    if embedder.dimension not in populated or not model_is_indexed(
-        tenant_id=scope.tenant_id, model=embedder.name
-    ):
+    if not backend.has_embedding_model(scope.tenant_id, embedder.name):
+        populated = backend.get_populated_embedding_dimensions(scope.tenant_id, scope.connector_ids)
         warnings.append(
             f"vector lane skipped: no vectors of the active embedder {embedder.name!r} are indexed "
             f"(indexed dimensions: {', '.join(map(str, populated)) or 'none'}); see `manage.py doctor`"

@@ -8,8 +8,6 @@ from typing import Any
 
 from django.db import connection
 
-from knowledge.models import ChunkEmbedding
-
 
 def chunk_vectors(
     *, chunk_ids: Sequence[int], dimensions: int, model: str | None
@@ -28,8 +26,3 @@ def chunk_vectors(
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return {chunk_id: tuple(json.loads(text)) for chunk_id, text in cursor.fetchall()}
-
-
-def model_is_indexed(*, tenant_id: int, model: str) -> bool:
-    """Whether the tenant has at least one vector of this model."""
-    return ChunkEmbedding.objects.filter(tenant_id=tenant_id, model=model).exists()

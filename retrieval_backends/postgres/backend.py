@@ -9,7 +9,7 @@ from django.db import DatabaseError, connection
 from django.db.utils import OperationalError
 from psycopg import errors as pg_errors
 
-from knowledge.models import Chunk
+from knowledge.models import Chunk, ChunkEmbedding
 from retrieval_backends.base import BackendUnavailable, KnowledgeRetrievalBackend
 from retrieval_backends.postgres import bm25, keyword, neighbors, vector, writes
 from retrieval_backends.postgres.bm25 import BM25Params
@@ -85,10 +85,12 @@ class PostgresRetrievalBackend(KnowledgeRetrievalBackend):
     def keyword_search(
         self, scope: SearchScope, query_text: str, languages: Sequence[str], limit: int
     ) -> list[LaneHit]:
-        if self.has_keyword_statistics(scope.tenant_id, languages, scope.connector_ids):
-            return bm25.bm25_search(
-                scope, query_text, languages, limit, params=self.bm25, timeout_ms=self.lane_timeout_ms
-            )
+        hits = bm25.bm25_search(
+            scope, query_text, languages, limit, params=self.bm25, timeout_ms=self.lane_timeout_ms
+        )
+        # BM25 finds nothing without statistics; only then is it worth asking whether they exist.
+        if hits or self.has_keyword_statistics(scope.tenant_id, languages, scope.connector_ids):
+            return hits
         return keyword.keyword_search(scope, query_text, languages, limit, timeout_ms=self.lane_timeout_ms)
 
     def find_neighbors(
@@ -106,6 +108,9 @@ class PostgresRetrievalBackend(KnowledgeRetrievalBackend):
     ) -> list[int]:
         where, params = connector_filter("t", connector_ids)
         return distinct_values(EMBEDDING, "dimensions", where, tenant_id, params)
+
+    def has_embedding_model(self, tenant_id: int, model: str) -> bool:
+        return ChunkEmbedding.objects.filter(tenant_id=tenant_id, model=model).exists()
 
     def has_keyword_statistics(
         self, tenant_id: int, languages: Sequence[str], connector_ids: Sequence[int] | None

@@ -167,6 +167,8 @@ class BackendContractTests:
         corpus.add("wide", ["a 768 dimensional chunk"], [basis(0, dim=768)], model="wide-model")
         assert corpus.backend.get_populated_embedding_dimensions(corpus.tenant.pk, None) == [384, 768]
         assert self.vector(corpus, corpus.alice_scope(), basis(0, dim=768), dims=768) == ["wide"]
+        assert corpus.backend.has_embedding_model(corpus.tenant.pk, "wide-model")
+        assert not corpus.backend.has_embedding_model(corpus.other_tenant.pk, "wide-model")
         assert "wide" not in self.vector(corpus, corpus.alice_scope(), basis(0))
 
     # --- diagnostics --------------------------------------------------------------------------------
