@@ -11,7 +11,8 @@ from django.utils.text import slugify
 
 from knowledge.connectors import beir
 from knowledge.models import Connector, Document, Tenant
-from knowledge.pipeline.registry import configured_name, get_embedder
+from knowledge.pipeline.active import active_embedder
+from knowledge.pipeline.registry import configured_name
 from knowledge.services.documents import document_hard_delete
 from knowledge.services.ingestion import IngestStats, documents_ingest
 
@@ -67,7 +68,7 @@ def corpus_fingerprint(root: Path) -> dict[str, str]:
     """What the ingested copy depends on: the corpus file, the embedder and the chunker."""
     return {
         "corpus_hash": beir.corpus_hash(root),
-        "embedder": get_embedder().name,
+        "embedder": active_embedder().name,
         "chunker": configured_name("chunker"),
     }
 

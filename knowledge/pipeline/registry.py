@@ -181,12 +181,6 @@ def build(layer: str, name: str | None = None, **options: Any) -> Any:
 
 
 @lru_cache(maxsize=1)
-def get_embedder() -> Embedder:
-    """The active embedder (loaded once per process)."""
-    return build("embedder")  # type: ignore[no-any-return]
-
-
-@lru_cache(maxsize=1)
 def get_chunker() -> Chunker:
     return build("chunker")  # type: ignore[no-any-return]
 
@@ -207,5 +201,5 @@ def get_compressor() -> Compressor:
 
 
 def reset_pipeline() -> None:
-    for getter in (get_embedder, get_chunker, get_fuser, get_reranker, get_compressor):
+    for getter in (get_chunker, get_fuser, get_reranker, get_compressor):
         getter.cache_clear()

@@ -13,7 +13,8 @@ from django.core.management import CommandError, call_command
 from knowledge.evals.configs import CONFIGS
 from knowledge.evals.datasets import FIXTURE_DIR, FIXTURE_TENANT, corpus_ingest, load_dataset
 from knowledge.models import Connector
-from knowledge.pipeline.registry import configured_name, get_embedder
+from knowledge.pipeline.active import active_embedder
+from knowledge.pipeline.registry import configured_name
 
 pytestmark = pytest.mark.django_db
 BASELINE = FIXTURE_DIR / "baseline.json"
@@ -70,7 +71,7 @@ def test_markdown_links_the_chart_relatively(report: Any) -> None:
 
 
 @pytest.mark.skipif(
-    get_embedder().name != "hashing-sha256-384", reason="the baseline is recorded with hashing"
+    active_embedder().name != "hashing-sha256-384", reason="the baseline is recorded with hashing"
 )
 def test_the_committed_baseline_holds_and_runs_are_deterministic(tmp_path: Path) -> None:
     first = evals("--baseline", str(BASELINE), "--json", str(tmp_path / "a.json"))
@@ -109,7 +110,7 @@ def test_a_new_embedder_or_chunker_reingests_and_an_unchanged_corpus_is_reused()
         assert again.purged == first.stats.written and again.stats is not None
         assert again.stats.written == first.stats.written
     config = Connector.objects.get(pk=first.connector.pk).config
-    assert config["embedder"] == get_embedder().name and config["chunker"] == configured_name("chunker")
+    assert config["embedder"] == active_embedder().name and config["chunker"] == configured_name("chunker")
     forced = corpus_ingest(root=FIXTURE_DIR, tenant_slug=FIXTURE_TENANT, force=True)
     assert forced.purged == first.stats.written and not forced.reused
 

@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 
 from knowledge.connectors.files import html_to_text
 from knowledge.models import Chunk, ChunkEmbedding, Connector, Document, KeywordStatistics
-from knowledge.pipeline.registry import get_embedder
+from knowledge.pipeline.active import active_embedder
 from knowledge.services.ingestion import SourceDocument, documents_ingest
 from tests.factories import ConnectorFactory, PrincipalFactory
 
@@ -35,7 +35,7 @@ def test_batches_write_documents_chunks_vectors_and_statistics() -> None:
     assert sum(d for d, _ in progress) == 10 and sum(c for _, c in progress) == 10
     assert Document.objects.filter(connector=connector).count() == 10
     embeddings = ChunkEmbedding.objects.filter(chunk__document__connector=connector)
-    assert embeddings.count() == 10 and {e.model for e in embeddings} == {get_embedder().name}
+    assert embeddings.count() == 10 and {e.model for e in embeddings} == {active_embedder().name}
     assert KeywordStatistics.objects.get(tenant=connector.tenant, language="english").chunk_count == 10
     assert all(
         t == ["public"]

@@ -65,10 +65,10 @@ def test_caller_vector_of_unknown_dimension_is_refused_with_the_known_ones(kb) -
 
 
 def test_caller_vector_only(kb) -> None:  # type: ignore[no-untyped-def]
-    from knowledge.pipeline.registry import get_embedder
+    from knowledge.pipeline.active import active_embedder
 
     _, docs, scope = kb
-    vector = get_embedder().embed("Container ships carry freight across the ocean.")
+    vector = active_embedder().embed("Container ships carry freight across the ocean.")
     result = search_chunks(scope=scope, query_embedding=vector, limit=1)
     assert result.hits[0].document_id == docs["ships"].pk
     assert result.hits[0].text_rank is None

@@ -25,7 +25,8 @@ from knowledge.evals.metrics import MetricSet, judged_queries
 from knowledge.evals.report import RunInfo, json_report, markdown_report, text_table
 from knowledge.evals.runner import ConfigResult, run_config
 from knowledge.models import Connector
-from knowledge.pipeline.registry import configured_name, get_embedder
+from knowledge.pipeline.active import active_embedder
+from knowledge.pipeline.registry import configured_name
 
 
 def parse_ks(value: str) -> tuple[int, ...]:
@@ -84,7 +85,7 @@ class Command(BaseCommand):
             dataset.name,
             dataset.split,
             len(query_ids),
-            get_embedder().name,
+            active_embedder().name,
             configured_name("chunker"),
             metrics,
         )
