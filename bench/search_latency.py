@@ -298,11 +298,6 @@ def raw_bm25(tenant_id: int, text: str) -> list[int]:
     return sql_ids(BM25_SQL.replace("{where}", "TRUE"), args)
 
 
-def raw_pair(query: tuple[list[float], str]) -> None:
-    sql_ids(RAW_VECTOR, [vector_text(query[0])])
-    sql_ids(RAW_KEYWORD, [query[1]])
-
-
 def exact_ids(tenant_id: int, token: str, vector: list[float]) -> list[int]:
     return sql_ids(EXACT_VECTOR, [DIM, tenant_id, [token], vector_text(vector), LIMIT])
 

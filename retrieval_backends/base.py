@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from retrieval_backends.types import (
@@ -199,7 +199,3 @@ def validate_dimensions(updates: Sequence[EmbeddingUpdate], dimensions: int) -> 
         problem = vector_problem(update.vector)
         if problem:
             raise ValueError(f"chunk {update.chunk_id}: {problem}")
-
-
-def as_mapping(options: Mapping[str, Any] | None) -> dict[str, Any]:
-    return dict(options or {})

@@ -6,16 +6,21 @@ from collections.abc import Iterable
 
 from django.db import connection, transaction
 
-from knowledge.models import Document
+from knowledge.models import Document, Principal
 from retrieval_backends.types import PUBLIC_TOKEN, DocumentState
 
 
-def document_acl_tokens(*, document: Document) -> list[str]:
-    """The ACL tokens a document's chunks carry: `public` and `u:<id>` / `g:<id>` of its principals."""
-    tokens = {p.acl_token for p in document.allowed_principals.all()}
-    if document.is_public:
+def acl_tokens(*, is_public: bool, principals: Iterable[Principal]) -> list[str]:
+    """The ACL tokens chunks carry: `public` and `u:<id>` / `g:<id>` of the allowed principals."""
+    tokens = {p.acl_token for p in principals}
+    if is_public:
         tokens.add(PUBLIC_TOKEN)
     return sorted(tokens)
+
+
+def document_acl_tokens(*, document: Document) -> list[str]:
+    """The ACL tokens a stored document's chunks carry."""
+    return acl_tokens(is_public=document.is_public, principals=document.allowed_principals.all())
 
 
 def document_state(*, document: Document) -> DocumentState:

@@ -20,9 +20,9 @@ from knowledge.pipeline.active import active_embedder
 from knowledge.pipeline.chunkers.base import ChunkSource, ChunkText
 from knowledge.pipeline.embedders.base import Embedder
 from knowledge.pipeline.registry import get_chunker
+from knowledge.services.access import acl_tokens
 from knowledge.services.chunks import PreparedChunks, chunks_replace
 from knowledge.services.documents import _check_size, content_hash, document_upsert
-from retrieval_backends.types import PUBLIC_TOKEN
 
 
 @dataclass(frozen=True)
@@ -139,13 +139,6 @@ def _upsert_one(connector: Connector, s: SourceDocument) -> None:
     )
 
 
-def _tokens(source: SourceDocument) -> tuple[str, ...]:
-    tokens = {p.acl_token for p in source.principals}
-    if source.is_public:
-        tokens.add(PUBLIC_TOKEN)
-    return tuple(sorted(tokens))
-
-
 def _write(connector: Connector, batch: _Batch, model: str) -> int:
     """Upsert the batch's documents and replace their chunks in one transaction."""
     rows = [
@@ -189,7 +182,13 @@ def _write(connector: Connector, batch: _Batch, model: str) -> int:
             ]
         )
         prepared = [
-            PreparedChunks(d, _tokens(s), c, v, is_new=d.external_id not in known)
+            PreparedChunks(
+                d,
+                tuple(acl_tokens(is_public=s.is_public, principals=s.principals)),
+                c,
+                v,
+                is_new=d.external_id not in known,
+            )
             for d, s, c, v in zip(saved, batch.sources, batch.chunks, batch.vectors, strict=True)
         ]
         return chunks_replace(prepared=prepared, model=model)
