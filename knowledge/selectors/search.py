@@ -20,7 +20,7 @@ from knowledge.pipeline.rerankers.base import Reranker
 from knowledge.pipeline.types import Candidate, Query
 from knowledge.selectors.expansion import expand_to_parents
 from knowledge.selectors.vectors import chunk_vectors
-from knowledge.selectors.verification import verify_hits
+from knowledge.selectors.verification import verify_lanes
 from retrieval_backends.base import KnowledgeRetrievalBackend
 from retrieval_backends.registry import get_backend
 from retrieval_backends.types import LaneHit, SearchScope
@@ -225,7 +225,7 @@ def search_chunks(
         calls["keyword"] = _keyword_call(backend, scope, query_text, depth, warnings)
     lane_hits = _run_lanes(backend, calls, warnings)
     if backend.requires_result_verification:
-        lane_hits = {name: verify_hits(scope, hits) for name, hits in lane_hits.items()}
+        lane_hits = verify_lanes(scope, lane_hits)
     fuser = stages.fuser or get_fuser()
     query = Query(text=query_text, embedding=tuple(vq.vector) if vq else None, model=vq.model if vq else None)
     return SearchResult(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from django.db.models import Q
@@ -29,6 +29,18 @@ def scope_q(scope: AccessScope) -> Q:
     return q
 
 
+def verify_lanes(scope: AccessScope, lanes: Mapping[str, Sequence[LaneHit]]) -> dict[str, list[LaneHit]]:
+    """`verify_hits` for every lane at once: one canonical look-up for all their chunks."""
+    if scope.sees_nothing:
+        return {name: [] for name in lanes}
+    ids = {h.chunk_id for hits in lanes.values() for h in hits}
+    chunks = {
+        c.pk: c
+        for c in Chunk.objects.filter(scope_q(scope), pk__in=ids).select_related("document").distinct()
+    }
+    return {name: _canonical(hits, chunks) for name, hits in lanes.items()}
+
+
 def verify_hits(scope: AccessScope, hits: Sequence[LaneHit]) -> list[LaneHit]:
     """Keep only hits whose chunk exists and is visible in `scope`, with canonical fields, in order.
 
@@ -36,13 +48,10 @@ def verify_hits(scope: AccessScope, hits: Sequence[LaneHit]) -> list[LaneHit]:
     denormalised copies), so a stale index cannot widen access. Only the id and score of the
     external hit survive.
     """
-    if scope.sees_nothing or not hits:
-        return []
-    ids = [h.chunk_id for h in hits]
-    chunks = {
-        c.pk: c
-        for c in Chunk.objects.filter(scope_q(scope), pk__in=ids).select_related("document").distinct()
-    }
+    return verify_lanes(scope, {"hits": hits})["hits"]
+
+
+def _canonical(hits: Sequence[LaneHit], chunks: Mapping[int, Chunk]) -> list[LaneHit]:
     verified: list[LaneHit] = []
     for hit in hits:
         chunk = chunks.get(hit.chunk_id)
