@@ -137,6 +137,12 @@ class KnowledgeRetrievalBackend:
             "subclasses of KnowledgeRetrievalBackend must provide get_populated_embedding_dimensions()"
         )
 
+    def get_embedding_models(self, tenant_id: int) -> list[tuple[int, str]]:
+        """(dimensions, model) pairs of the tenant's stored vectors, ascending."""
+        raise NotImplementedError(
+            "subclasses of KnowledgeRetrievalBackend must provide get_embedding_models()"
+        )
+
     def has_embedding_model(self, tenant_id: int, model: str) -> bool:
         """Whether the tenant has at least one vector written by this embedding model."""
         raise NotImplementedError(

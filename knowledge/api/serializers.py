@@ -19,6 +19,7 @@ from knowledge.api.fields import (
     StrictURLField,
 )
 from knowledge.models import Document
+from knowledge.services.acl import MAX_ACL_NAMES
 from retrieval_backends.base import vector_problem
 
 
@@ -80,8 +81,12 @@ class SearchRequestSerializer(StrictSerializer):
 
 class AclSerializer(StrictSerializer):
     public = StrictBooleanField(required=False, default=False)
-    users = serializers.ListField(child=StrictEmailField(max_length=320), required=False, max_length=10000)
-    groups = serializers.ListField(child=StrictCharField(max_length=320), required=False, max_length=10000)
+    users = serializers.ListField(
+        child=StrictEmailField(max_length=320), required=False, max_length=MAX_ACL_NAMES
+    )
+    groups = serializers.ListField(
+        child=StrictCharField(max_length=320), required=False, max_length=MAX_ACL_NAMES
+    )
 
 
 class IndexRequestSerializer(StrictSerializer):

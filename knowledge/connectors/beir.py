@@ -8,7 +8,9 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from knowledge.services.ingestion import SourceDocument
+from knowledge.connectors.types import SourceAcl, SourceDocument
+
+PUBLIC = SourceAcl(public=True)
 
 
 def check_dataset(root: Path, split: str | None = None) -> None:
@@ -31,7 +33,7 @@ def iter_corpus(root: Path) -> Iterator[SourceDocument]:
                     external_id=str(row["_id"]),
                     title=row.get("title") or "",
                     content=row.get("text") or "",
-                    is_public=True,
+                    acl=PUBLIC,
                 )
 
 

@@ -7,6 +7,7 @@ import hmac
 import secrets
 
 from django.contrib.postgres.fields import ArrayField
+from django.core.exceptions import ValidationError
 from django.db import models
 
 from knowledge.models.principals import Principal
@@ -74,3 +75,10 @@ class ApiKey(models.Model):
 
     def has_scope(self, scope: str) -> bool:
         return scope in self.scopes
+
+    def clean(self) -> None:
+        principal = self.principal
+        if principal is not None and self.tenant_id and principal.tenant_id != self.tenant_id:
+            raise ValidationError({"principal": "The principal belongs to another tenant."})
+        if principal is not None and principal.kind != Principal.Kind.USER:
+            raise ValidationError({"principal": "A key's fixed identity must be a user, not a group."})

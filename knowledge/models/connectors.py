@@ -3,44 +3,13 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
-from urllib.parse import urlparse
 
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from knowledge.connectors.registry import KINDS, connector_kind
+from knowledge.models.principals import Principal
 from knowledge.models.tenancy import Environment, Tenant
-
-
-def _validate_filesystem(config: dict[str, Any]) -> dict[str, str]:
-    errors: dict[str, str] = {}
-    path = config.get("path")
-    if not isinstance(path, str) or not path.startswith("/"):
-        errors["path"] = "required: an absolute directory path, e.g. /srv/docs"
-    patterns = config.get("patterns", ["**/*.md", "**/*.txt"])
-    if not isinstance(patterns, list) or not all(isinstance(p, str) and p for p in patterns):
-        errors["patterns"] = "must be a list of glob patterns, e.g. ['**/*.md']"
-    return errors
-
-
-def _validate_web(config: dict[str, Any]) -> dict[str, str]:
-    urls = config.get("urls")
-    if not isinstance(urls, list) or not urls:
-        return {"urls": "required: a non-empty list of http(s) URLs"}
-    bad = [u for u in urls if not isinstance(u, str) or urlparse(u).scheme not in {"http", "https"}]
-    if bad:
-        return {"urls": f"not http(s) URLs: {bad[:3]}"}
-    return {}
-
-
-def _validate_api(config: dict[str, Any]) -> dict[str, str]:
-    if config:
-        return {"config": "an api (push) connector takes no configuration; leave it {}"}
-    return {}
-
-
-CONFIG_VALIDATORS = {"api": _validate_api, "filesystem": _validate_filesystem, "web": _validate_web}
-ALLOWED_KEYS = {"api": set(), "filesystem": {"path", "patterns"}, "web": {"urls"}}
 
 
 class Connector(models.Model):
@@ -64,6 +33,16 @@ class Connector(models.Model):
     environment = models.ForeignKey(
         Environment, null=True, blank=True, on_delete=models.PROTECT, related_name="connectors"
     )
+    default_is_public = models.BooleanField(
+        default=False,
+        help_text="Pulled documents whose source names no ACL are visible to everyone in the tenant.",
+    )
+    default_principals = models.ManyToManyField(
+        Principal,
+        blank=True,
+        related_name="default_for_connectors",
+        help_text="Users and groups that may see pulled documents whose source names no ACL.",
+    )
     enabled = models.BooleanField(default=True)
     sync_interval = models.DurationField(default=timedelta(hours=1))
     last_sync_status = models.CharField(max_length=8, choices=SyncStatus.choices, default=SyncStatus.NEVER)
@@ -84,17 +63,17 @@ class Connector(models.Model):
     def __str__(self) -> str:
         return f"{self.tenant.slug}/{self.name}"
 
+    @property
+    def pulls(self) -> bool:
+        """Whether workers sync this connector from its source (the API kind is pushed to)."""
+        return self.kind in KINDS and connector_kind(self.kind).pulls
+
     def clean(self) -> None:
         errors: dict[str, str] = {}
         if not isinstance(self.config, dict):
             raise ValidationError({"config": "must be a JSON object"})
-        validator = CONFIG_VALIDATORS.get(self.kind)
-        if validator is not None:
-            unknown = set(self.config) - ALLOWED_KEYS[self.kind]
-            if unknown and self.kind != self.Kind.API:
-                errors["config"] = f"unknown keys for a {self.kind} connector: {sorted(unknown)}"
-            for key, message in validator(self.config).items():
-                errors.setdefault("config", f"{key}: {message}")
+        if self.kind in KINDS:
+            errors.update(connector_kind(self.kind).validate_config(self.config))
         if self.environment is not None and self.tenant_id and self.environment.tenant_id != self.tenant_id:
             errors["environment"] = "The environment belongs to another tenant."
         if self.sync_interval is not None and self.sync_interval < timedelta(minutes=1):

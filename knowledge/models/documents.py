@@ -19,7 +19,25 @@ INDEXED_DIMENSIONS = (384, 768, 1024, 1536)
 
 
 class Document(models.Model):
-    """A canonical source document; its ACL and state are denormalised onto its chunks."""
+    """A canonical source document; its ACL and state are denormalised onto its chunks.
+
+    `is_public` and `allowed_principals` are the effective ACL that search applies. The source's own
+    ACL (`source_is_public`, `source_principals`, from `acl_origin`) is kept beside it: it is the
+    effective ACL unless an admin overrode it (`acl_override_at`), in which case syncs only update the
+    source ACL and the override holds until an admin clears it. Likewise a soft delete by an admin
+    (`deletion_origin = admin`) survives syncs; one because the source stopped listing the document is
+    undone when the source lists it again.
+    """
+
+    class AclOrigin(models.TextChoices):
+        REQUEST = "request", "API request"
+        CONNECTOR = "connector", "Connector default"
+        SOURCE = "source", "Source (ACL file)"
+
+    class DeletionOrigin(models.TextChoices):
+        NONE = "", "Not deleted"
+        SOURCE = "source", "Gone from the source"
+        ADMIN = "admin", "An admin"
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="documents")
     connector = models.ForeignKey(Connector, on_delete=models.CASCADE, related_name="documents")
@@ -38,7 +56,19 @@ class Document(models.Model):
     )
     is_public = models.BooleanField(default=False, help_text="Visible to everyone in the tenant.")
     allowed_principals = models.ManyToManyField(Principal, blank=True, related_name="documents")
+    source_is_public = models.BooleanField(default=False, editable=False)
+    source_principals = models.ManyToManyField(
+        Principal, blank=True, related_name="source_documents", editable=False
+    )
+    acl_origin = models.CharField(
+        max_length=16, choices=AclOrigin.choices, default=AclOrigin.REQUEST, editable=False
+    )
+    acl_override_at = models.DateTimeField(null=True, blank=True, editable=False)
+    acl_override_by = models.CharField(max_length=150, blank=True, editable=False)
     deleted_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    deletion_origin = models.CharField(
+        max_length=8, choices=DeletionOrigin.choices, default=DeletionOrigin.NONE, blank=True, editable=False
+    )
     source_updated_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -59,6 +89,10 @@ class Document(models.Model):
     @property
     def is_deleted(self) -> bool:
         return self.deleted_at is not None
+
+    @property
+    def acl_overridden(self) -> bool:
+        return self.acl_override_at is not None
 
     def clean(self) -> None:
         errors = {}

@@ -14,13 +14,13 @@ def principal_tokens(*, tenant: Tenant, user_external_id: str | None) -> frozens
     tokens = {PUBLIC_TOKEN}
     if not user_external_id:
         return frozenset(tokens)
-    user = (
-        Principal.objects.filter(tenant=tenant, kind=Principal.Kind.USER, external_id=user_external_id)
-        .prefetch_related("groups")
-        .first()
-    )
+    user = Principal.objects.filter(
+        tenant=tenant, kind=Principal.Kind.USER, external_id=user_external_id
+    ).first()
     if user is None:
         return frozenset(tokens)
     tokens.add(user.acl_token)
-    tokens.update(g.acl_token for g in user.groups.all())
+    # Only groups of the same tenant count, whatever the membership table holds.
+    groups = user.groups.filter(tenant=tenant, kind=Principal.Kind.GROUP).values_list("pk", flat=True)
+    tokens.update(f"g:{pk}" for pk in groups)
     return frozenset(tokens)

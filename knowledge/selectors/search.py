@@ -14,6 +14,7 @@ from django.db import connection
 from knowledge.errors import InvalidInput
 from knowledge.pipeline.active import active_embedder
 from knowledge.pipeline.compressors.base import Compressor
+from knowledge.pipeline.embedders.base import CLIENT_MODEL
 from knowledge.pipeline.fusers.base import FusedHit, Fuser
 from knowledge.pipeline.registry import get_compressor, get_fuser, get_reranker
 from knowledge.pipeline.rerankers.base import Reranker
@@ -70,14 +71,7 @@ def _vector_query(
     warnings: list[str],
 ) -> _VectorQuery | None:
     if embedding is not None:
-        populated = backend.get_populated_embedding_dimensions(scope.tenant_id, scope.connector_ids)
-        if len(embedding) not in populated:
-            raise InvalidInput(
-                f"the query vector has {len(embedding)} dimensions, but the indexed vectors have "
-                f"{', '.join(map(str, populated)) or 'none'}",
-                field="embedding",
-            )
-        return _VectorQuery(list(embedding), len(embedding), None)
+        return _caller_vector(backend, scope, list(embedding), warnings)
     embedder = active_embedder()
     if not backend.has_embedding_model(scope.tenant_id, embedder.name):
         populated = backend.get_populated_embedding_dimensions(scope.tenant_id, scope.connector_ids)
@@ -88,6 +82,28 @@ def _vector_query(
         return None
     assert query_text is not None
     return _VectorQuery(embedder.embed(query_text), embedder.dimension, embedder.name)
+
+
+def _caller_vector(
+    backend: KnowledgeRetrievalBackend, scope: SearchScope, vector: list[float], warnings: list[str]
+) -> _VectorQuery:
+    """A caller's query vector searches one model's vectors of its dimension: the active embedder's,
+    else caller-supplied ones, else the only model there is; vectors of two models never mix."""
+    stored = backend.get_embedding_models(scope.tenant_id)
+    models = sorted(model for dimensions, model in stored if dimensions == len(vector))
+    if not models:
+        populated = sorted({dimensions for dimensions, _ in stored})
+        raise InvalidInput(
+            f"the query vector has {len(vector)} dimensions, but the indexed vectors have "
+            f"{', '.join(map(str, populated)) or 'none'}",
+            field="embedding",
+        )
+    active = active_embedder().name
+    preferred = [m for m in (active, CLIENT_MODEL) if m in models]
+    model = preferred[0] if preferred else models[0]
+    if not preferred and len(models) > 1:
+        warnings.append(f"several models have {len(vector)}-dimensional vectors; searched those of {model!r}")
+    return _VectorQuery(vector, len(vector), model)
 
 
 def _in_lane_thread(fn: Callable[[], list[LaneHit]]) -> list[LaneHit]:

@@ -1,16 +1,15 @@
-"""Indexing through the API: resolves the tenant's push connector, environment and ACL principals."""
+"""Indexing through the API: the tenant's push connector, and the request as the document's ACL source."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from knowledge.models import Connector, Principal, Tenant
-from knowledge.selectors.scopes import environment_by_slug
-from knowledge.services.documents import UpsertResult, document_upsert
+from knowledge.connectors.types import SourceAcl, SourceDocument
+from knowledge.models import Connector, Tenant
+from knowledge.services.documents import UpsertResult
+from knowledge.services.writes import source_write
 
 API_CONNECTOR_NAME = "api"
 
@@ -27,30 +26,22 @@ def api_connector(*, tenant: Tenant) -> Connector:
     return connector
 
 
-def acl_principals(*, tenant: Tenant, users: Sequence[str], groups: Sequence[str]) -> list[Principal]:
-    """Principals named by an ACL; unknown ones are created so access applies once they appear."""
-    found: list[Principal] = []
-    for kind, names in ((Principal.Kind.USER, users), (Principal.Kind.GROUP, groups)):
-        for name in dict.fromkeys(names):
-            principal, _ = Principal.objects.get_or_create(tenant=tenant, kind=kind, external_id=name)
-            found.append(principal)
-    return found
-
-
 def api_document_index(*, tenant: Tenant, data: dict[str, Any]) -> UpsertResult:
-    """Upsert one document from a validated /index body."""
+    """Upsert one document from a validated /index body; its `acl` is the document's source ACL."""
     acl = data.get("acl") or {}
-    connector = api_connector(tenant=tenant)
-    return document_upsert(
-        connector=connector,
+    embedding = data.get("embedding")
+    source = SourceDocument(
         external_id=data["id"],
         content=data["content"],
         title=data.get("title", ""),
         source_url=data.get("source_url", ""),
         metadata=data.get("metadata") or {},
-        language=data.get("language") or settings.KNOWLEDGE_DEFAULT_LANGUAGE,
-        environment=environment_by_slug(tenant=tenant, slug=data.get("environment")),
-        is_public=acl.get("public", False),
-        principals=acl_principals(tenant=tenant, users=acl.get("users", []), groups=acl.get("groups", [])),
-        embedding=data.get("embedding"),
+        language=data.get("language"),
+        environment=data.get("environment"),
+        acl=SourceAcl.of(
+            public=acl.get("public", False), users=acl.get("users", ()), groups=acl.get("groups", ())
+        ),
+        embedding=tuple(embedding) if embedding is not None else None,
     )
+    document, created, rechunked, count = source_write(connector=api_connector(tenant=tenant), source=source)
+    return UpsertResult(document=document, created=created, content_changed=rechunked, chunk_count=count)

@@ -10,12 +10,12 @@ from django.db import transaction
 
 from knowledge.models import Document
 from knowledge.pipeline.chunkers.base import ChunkText
+from knowledge.pipeline.embedders.base import CLIENT_MODEL
 from knowledge.services.access import schedule_index_sync
 from retrieval_backends.registry import get_backend
 from retrieval_backends.types import ChunkInput, EmbeddingUpdate
 
-# Model name recorded for vectors that API callers supplied themselves.
-CLIENT_MODEL = "client-supplied"
+__all__ = ["CLIENT_MODEL", "PreparedChunks", "chunks_replace"]
 
 
 @dataclass(frozen=True)

@@ -1,56 +1,35 @@
-"""Syncs a filesystem or web connector: ingest what the source has, soft-delete what it no longer has.
+"""Syncs a pull connector: write what the source has, soft-delete what it no longer lists.
 
 A sync is claimed with a compare-and-set on the connector's status, so two workers never sync the
-same connector at once; a claim older than the task time limit is considered abandoned. Documents the
-source no longer lists are soft-deleted (restorable), never dropped, and a source that yields nothing
-at all (an unmounted folder, a network failure) deletes nothing.
+same connector at once; a claim older than the task time limit is considered abandoned. A bad item
+(an unreadable file, a failed fetch) is an error on that item and is kept as it is; the rest syncs.
+Documents the source no longer lists are soft-deleted (restorable) only after a complete listing,
+and a listing with nothing at all in it (an unmounted folder) deletes nothing.
 """
 
 from __future__ import annotations
 
-import fnmatch
-from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
-from pathlib import Path
 
 from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from knowledge.connectors import files, web
-from knowledge.models import Connector
+from knowledge.connectors.registry import connector_kind
+from knowledge.connectors.types import Listing, SourceError
+from knowledge.models import Connector, Document
 from knowledge.services.documents import document_soft_delete
-from knowledge.services.ingestion import IngestStats, SourceDocument, documents_ingest
+from knowledge.services.writes import WriteStats, documents_write
 
 
 @dataclass(frozen=True)
 class SyncOutcome:
     claimed: bool
-    stats: IngestStats | None = None
+    stats: WriteStats | None = None
     deleted: int = 0
     errors: tuple[str, ...] = ()
-
-
-def _sources(connector: Connector, errors: list[str]) -> Iterable[SourceDocument]:
-    config = connector.config
-    if connector.kind == Connector.Kind.FILESYSTEM:
-        root = Path(config["path"])
-        if not root.is_dir():
-            errors.append(f"{root} is not a readable directory")
-            return []
-        patterns = config.get("patterns") or ["**/*.md", "**/*.txt", "**/*.html"]
-        return [
-            d
-            for d in files.iter_files([root])
-            if any(
-                fnmatch.fnmatch(d.external_id, p) or fnmatch.fnmatch(d.external_id, p.removeprefix("**/"))
-                for p in patterns
-            )
-        ]
-    if connector.kind == Connector.Kind.WEB:
-        return list(web.iter_pages(config["urls"], errors))
-    return []  # api connectors are pushed to, not pulled
+    warnings: tuple[str, ...] = field(default=())
 
 
 def _claim(connector: Connector) -> bool:
@@ -66,27 +45,35 @@ def _claim(connector: Connector) -> bool:
 
 def connector_sync(*, connector: Connector) -> SyncOutcome:
     """Pull the connector's source into the knowledge base; idempotent."""
-    if connector.kind == Connector.Kind.API or not _claim(connector):
+    if not connector.pulls or not _claim(connector):
         return SyncOutcome(claimed=False)
-    errors: list[str] = []
+    errors: list[SourceError] = []
     try:
-        sources = list(_sources(connector, errors))
-        stats = documents_ingest(connector=connector, documents=sources)
-        deleted = _delete_missing(connector, {s.external_id for s in sources}) if sources else 0
+        listing = connector_kind(connector.kind).list_source(connector.config)
+        stats = documents_write(connector=connector, documents=listing.documents)
+        errors = [*listing.errors, *stats.errors]
+        deleted, warnings = _prune(connector, listing)
     except Exception as exc:
-        _finish(connector, [*errors, f"{type(exc).__name__}: {exc}"])
+        _finish(connector, [*(e.message for e in errors), f"{type(exc).__name__}: {exc}"])
         raise
-    _finish(connector, errors)
-    return SyncOutcome(claimed=True, stats=stats, deleted=deleted, errors=tuple(errors))
+    messages = [e.message for e in errors]
+    _finish(connector, messages)
+    return SyncOutcome(claimed=True, stats=stats, deleted=deleted, errors=tuple(messages), warnings=warnings)
 
 
-def _delete_missing(connector: Connector, seen: set[str]) -> int:
+def _prune(connector: Connector, listing: Listing) -> tuple[int, tuple[str, ...]]:
+    """Soft-delete the live documents the source no longer has, when the listing can be trusted."""
+    if not listing.complete:
+        return 0, ("the listing was incomplete, so no document was removed",)
+    seen = listing.seen
     gone = connector.documents.filter(deleted_at__isnull=True).exclude(external_id__in=seen)
+    if not seen and gone.exists():
+        return 0, ("the source listed nothing (unmounted?), so no document was removed",)
     count = 0
-    for document in gone:
-        document_soft_delete(document=document)
+    for document in gone.order_by("pk"):
+        document_soft_delete(document=document, origin=Document.DeletionOrigin.SOURCE)
         count += 1
-    return count
+    return count, ()
 
 
 def _finish(connector: Connector, errors: list[str]) -> None:

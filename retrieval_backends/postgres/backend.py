@@ -13,7 +13,13 @@ from knowledge.models import Chunk, ChunkEmbedding
 from retrieval_backends.base import BackendUnavailable, KnowledgeRetrievalBackend
 from retrieval_backends.postgres import bm25, keyword, neighbors, vector, writes
 from retrieval_backends.postgres.bm25 import BM25Params
-from retrieval_backends.postgres.sql import CHUNK, EMBEDDING, connector_filter, distinct_values
+from retrieval_backends.postgres.sql import (
+    CHUNK,
+    EMBEDDING,
+    connector_filter,
+    distinct_values,
+    embedding_models,
+)
 from retrieval_backends.types import (
     AccessScope,
     ChunkInput,
@@ -108,6 +114,9 @@ class PostgresRetrievalBackend(KnowledgeRetrievalBackend):
     ) -> list[int]:
         where, params = connector_filter("t", connector_ids)
         return distinct_values(EMBEDDING, "dimensions", where, tenant_id, params)
+
+    def get_embedding_models(self, tenant_id: int) -> list[tuple[int, str]]:
+        return embedding_models(tenant_id)
 
     def has_embedding_model(self, tenant_id: int, model: str) -> bool:
         return ChunkEmbedding.objects.filter(tenant_id=tenant_id, model=model).exists()

@@ -105,3 +105,25 @@ SELECT value FROM v WHERE value IS NOT NULL
     with connection.cursor() as cursor:
         cursor.execute(sql, [tenant_id, *params, tenant_id, *params])
         return [row[0] for row in cursor.fetchall()]
+
+
+EMBEDDING_MODELS = f"""
+WITH RECURSIVE v AS (
+    (SELECT dimensions, model FROM {EMBEDDING} WHERE tenant_id = %s ORDER BY dimensions, model LIMIT 1)
+    UNION ALL
+    SELECT n.dimensions, n.model FROM v CROSS JOIN LATERAL (
+        SELECT dimensions, model FROM {EMBEDDING}
+        WHERE tenant_id = %s AND (dimensions, model) > (v.dimensions, v.model)
+        ORDER BY dimensions, model LIMIT 1
+    ) n
+)
+SELECT dimensions, model FROM v
+"""
+
+
+def embedding_models(tenant_id: int) -> list[tuple[int, str]]:
+    """(dimensions, model) pairs of a tenant's vectors by a loose scan of the (tenant, dimensions,
+    model) index: one probe per pair."""
+    with connection.cursor() as cursor:
+        cursor.execute(EMBEDDING_MODELS, [tenant_id, tenant_id])
+        return [(int(d), str(m)) for d, m in cursor.fetchall()]

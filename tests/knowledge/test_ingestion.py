@@ -12,14 +12,17 @@ from django.core.management import CommandError, call_command
 from knowledge.connectors.files import html_to_text
 from knowledge.models import Chunk, ChunkEmbedding, Connector, Document, KeywordStatistics
 from knowledge.pipeline.active import active_embedder
-from knowledge.services.ingestion import SourceDocument, documents_ingest
+from knowledge.services.ingestion import SourceAcl, SourceDocument, documents_ingest
 from tests.factories import ConnectorFactory, PrincipalFactory
 
 pytestmark = pytest.mark.django_db
 
 
+PUBLIC = SourceAcl(public=True)
+
+
 def docs(n: int, text: str = "alpha beta gamma {i}") -> list[SourceDocument]:
-    return [SourceDocument(external_id=f"d{i}", content=text.format(i=i), is_public=True) for i in range(n)]
+    return [SourceDocument(external_id=f"d{i}", content=text.format(i=i), acl=PUBLIC) for i in range(n)]
 
 
 def test_batches_write_documents_chunks_vectors_and_statistics() -> None:
@@ -48,7 +51,7 @@ def test_reingest_skips_unchanged_and_replaces_changed_content() -> None:
     documents_ingest(connector=connector, documents=docs(5))
     first_ids = set(Chunk.objects.filter(connector=connector).values_list("id", flat=True))
     changed = docs(5)
-    changed[2] = SourceDocument(external_id="d2", content="entirely new words here", is_public=True)
+    changed[2] = SourceDocument(external_id="d2", content="entirely new words here", acl=PUBLIC)
     stats = documents_ingest(connector=connector, documents=changed)
     assert (stats.written, stats.unchanged) == (1, 4)
     after = set(Chunk.objects.filter(connector=connector).values_list("id", flat=True))
@@ -65,9 +68,10 @@ def test_unchanged_content_with_new_acl_updates_tokens_without_reembedding() -> 
         ChunkEmbedding.objects.filter(chunk__connector=connector).values_list("id", flat=True)
     )
     user = PrincipalFactory.create(tenant=connector.tenant)
-    private = [SourceDocument(external_id="d0", content="alpha beta gamma 0", principals=(user,)), docs(2)[1]]
+    acl = SourceAcl(users=(user.external_id,))
+    private = [SourceDocument(external_id="d0", content="alpha beta gamma 0", acl=acl), docs(2)[1]]
     stats = documents_ingest(connector=connector, documents=private)
-    assert stats.unchanged == 2
+    assert (stats.updated, stats.unchanged, stats.rechunked) == (1, 1, set())
     assert Chunk.objects.get(document__external_id="d0", connector=connector).acl_tokens == [user.acl_token]
     assert (
         set(ChunkEmbedding.objects.filter(chunk__connector=connector).values_list("id", flat=True))

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+# Model name recorded for vectors that API callers supplied themselves.
+CLIENT_MODEL = "client-supplied"
+
 
 class EmbedderError(Exception):
     """Embedding failed. `permanent` says whether retrying can help."""

@@ -1,0 +1,55 @@
+"""Admin plumbing: service errors shown as messages, and deletes that go through a service."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest
+
+from knowledge.errors import KnowledgeError
+
+
+def limit_choices(form: Any, name: str, queryset: QuerySet[Any], help_text: str | None = None) -> None:
+    """Restrict a form class's relation field to `queryset` (e.g. the object's tenant)."""
+    field = form.base_fields.get(name)
+    if field is not None:
+        field.queryset = queryset
+        if help_text:
+            field.help_text = help_text
+
+
+def actor(request: HttpRequest) -> str:
+    """Who did it, as recorded on overrides."""
+    user = getattr(request, "user", None)
+    return f"admin:{getattr(user, 'username', '') or 'unknown'}"
+
+
+class ServiceDeleteAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Deletion (the change page and "delete selected") calls `delete_one` instead of an ORM cascade.
+
+    Django's own confirmation page still asks first, listing what goes with the object.
+    """
+
+    def delete_one(self, request: HttpRequest, obj: Any) -> str:
+        """Delete through the service; returns a message for the user."""
+        raise NotImplementedError
+
+    def delete_model(self, request: HttpRequest, obj: Model) -> None:
+        self._run(request, lambda: self.delete_one(request, obj))
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        for obj in queryset.order_by("pk"):
+            self._run(request, partial(self.delete_one, request, obj))
+
+    def _run(self, request: HttpRequest, call: Callable[[], str]) -> None:
+        try:
+            note = call()
+        except KnowledgeError as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+            return
+        if note:
+            self.message_user(request, note, messages.INFO)

@@ -1,0 +1,191 @@
+"""Document admin: content edits re-chunk, ACL edits become overrides, deletes use the services."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from knowledge.admin.base import ServiceDeleteAdmin, actor, limit_choices
+from knowledge.models import Chunk, Document, Principal
+from knowledge.services.documents import (
+    document_clear_acl_override,
+    document_hard_delete,
+    document_restore,
+    document_set_acl,
+    document_soft_delete,
+)
+from knowledge.services.edits import CONTENT_FIELDS, document_admin_create, document_admin_update
+from knowledge.services.writes.validate import text_search_languages
+
+
+class DocumentForm(forms.ModelForm):  # type: ignore[type-arg]
+    class Meta:
+        model = Document
+        fields = [
+            *("connector", "external_id", "title", "source_url", "content", "metadata", "language"),
+            *("environment", "is_public", "allowed_principals"),
+        ]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        connector = data.get("connector") or getattr(self.instance, "connector", None)
+        principals = data.get("allowed_principals") or []
+        if connector is not None:
+            foreign = [str(p) for p in principals if p.tenant_id != connector.tenant_id]
+            if foreign:
+                self.add_error("allowed_principals", f"These belong to another tenant: {', '.join(foreign)}")
+            environment = data.get("environment")
+            if environment is not None and environment.tenant_id != connector.tenant_id:
+                self.add_error("environment", "The environment belongs to another tenant.")
+            if self.instance.pk is None and connector.pulls:
+                self.add_error(
+                    "connector", "Documents of a pull connector come from its source; use an api connector."
+                )
+        language = data.get("language")
+        if language and language not in text_search_languages():
+            self.add_error("language", f"PostgreSQL has no text-search configuration {language!r}.")
+        return data
+
+
+class ChunkInline(admin.TabularInline):  # type: ignore[type-arg]
+    model = Chunk
+    fields = ("chunk_index", "parent_index", "token_count", "content", "acl_tokens", "is_deleted")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class DeletedFilter(admin.SimpleListFilter):
+    title = "deleted"
+    parameter_name = "deleted"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("no", "Live"), ("yes", "Soft-deleted")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Document]) -> QuerySet[Document]:
+        if self.value() == "yes":
+            return queryset.filter(deleted_at__isnull=False)
+        if self.value() == "no":
+            return queryset.filter(deleted_at__isnull=True)
+        return queryset
+
+
+def acl_text(is_public: bool, principals: list[Principal]) -> str:
+    names = [str(p) for p in sorted(principals, key=str)]
+    return ", ".join((["everyone in the tenant"] if is_public else []) + names) or "nobody (private)"
+
+
+@admin.register(Document)
+class DocumentAdmin(ServiceDeleteAdmin):
+    form = DocumentForm
+    list_display = [
+        "__str__",
+        "external_id",
+        "tenant",
+        "connector",
+        "environment",
+        "acl_source",
+        "deleted_at",
+    ]
+    list_filter = ["tenant", "connector", "environment", "is_public", DeletedFilter]
+    search_fields = ["title", "external_id", "source_url"]
+    filter_horizontal = ["allowed_principals"]
+    inlines = [ChunkInline]
+    actions = ["soft_delete", "restore", "clear_acl_override"]
+    STATE = (
+        "content_hash",
+        "acl_source",
+        "source_acl",
+        "deleted_at",
+        "deletion_origin",
+        "created_at",
+        "updated_at",
+    )
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Document | None = None) -> list[str]:
+        if obj is None:
+            return []
+        locked = ["tenant", "connector", "external_id", *self.STATE]
+        return locked + (list(CONTENT_FIELDS) if obj.connector.pulls else [])
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        editable = list(DocumentForm.Meta.fields)
+        return editable if obj is None else ["tenant", *editable, *self.STATE]
+
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+        form = super().get_form(request, obj, change, **kwargs)
+        if obj is not None:
+            note = "An edit here is an admin override: later syncs and pushes keep it until cleared."
+            limit_choices(form, "allowed_principals", Principal.objects.filter(tenant_id=obj.tenant_id), note)
+        return form
+
+    @admin.display(description="ACL source")
+    def acl_source(self, obj: Document) -> str:
+        if obj.acl_overridden:
+            return f"admin override ({obj.acl_override_by or 'admin'}, {obj.acl_override_at:%Y-%m-%d %H:%M})"
+        return str(Document.AclOrigin(obj.acl_origin).label)
+
+    @admin.display(description="Source ACL")
+    def source_acl(self, obj: Document) -> str:
+        return acl_text(obj.source_is_public, list(obj.source_principals.all()))
+
+    def save_model(self, request: HttpRequest, obj: Document, form: Any, change: bool) -> None:
+        data = form.cleaned_data
+        if not change:
+            values = {name: data.get(name) for name in (*CONTENT_FIELDS, "is_public")}
+            created = document_admin_create(
+                connector=data["connector"],
+                external_id=data["external_id"],
+                values=values,
+                principals=list(data.get("allowed_principals") or []),
+            )
+            obj.pk, obj.tenant_id = created.pk, created.tenant_id
+            return
+        edited = {name: data[name] for name in CONTENT_FIELDS if name in form.changed_data}
+        if edited:
+            document_admin_update(document=obj, values=edited)
+        if {"is_public", "allowed_principals"} & set(form.changed_data):
+            principals = list(data.get("allowed_principals") or [])
+            document_set_acl(
+                document=obj, is_public=data["is_public"], principals=principals, actor=actor(request)
+            )
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        # The ACL was written by the service in save_model; the form's own m2m save would bypass it.
+        for formset in formsets:
+            self.save_formset(request, form, formset, change=change)
+
+    def delete_one(self, request: HttpRequest, obj: Document) -> str:
+        document_hard_delete(document_id=obj.pk)
+        if obj.connector.pulls:
+            return f"{obj}: deleted; the next sync restores it while its source has it (soft-delete hides)."
+        return ""
+
+    @admin.action(description="Soft-delete selected documents (hide from search; syncs keep them hidden)")
+    def soft_delete(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
+        for document in queryset.order_by("pk"):
+            document_soft_delete(document=document)
+        self.message_user(request, f"{queryset.count()} document(s) hidden from search.", messages.SUCCESS)
+
+    @admin.action(description="Restore selected documents")
+    def restore(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
+        for document in queryset.order_by("pk"):
+            document_restore(document=document)
+        self.message_user(request, f"{queryset.count()} document(s) restored.", messages.SUCCESS)
+
+    @admin.action(description="Clear the ACL override (use the source's ACL again)")
+    def clear_acl_override(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
+        overridden = queryset.filter(acl_override_at__isnull=False).order_by("pk")
+        count = 0
+        for document in overridden:
+            document_clear_acl_override(document=document)
+            count += 1
+        self.message_user(request, f"{count} document(s) use their source's ACL again.", messages.SUCCESS)

@@ -1,0 +1,41 @@
+"""The connector-kind contract: one class per kind validates its config and lists its source."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from knowledge.connectors.types import Listing
+
+
+class ConnectorKind:
+    """A kind of source (api push, filesystem folder, web pages), registered by `name`.
+
+    Subclasses state their config keys and validate them; pull kinds implement `list_source`.
+    """
+
+    name: ClassVar[str] = ""
+    label: ClassVar[str] = ""
+    #: Pull kinds are synced by workers; push kinds (the API) are written to by clients only.
+    pulls: ClassVar[bool] = True
+    #: Config keys this kind accepts.
+    config_keys: ClassVar[frozenset[str]] = frozenset()
+
+    def validate_config(self, config: dict[str, Any]) -> dict[str, str]:
+        """Problems with `config`, by key (empty when it is valid). Unknown keys are reported too."""
+        unknown = sorted(set(config) - self.config_keys)
+        errors = self.check(config)
+        if unknown:
+            errors.setdefault("config", f"unknown keys for a {self.name} connector: {unknown}")
+        return errors
+
+    def check(self, config: dict[str, Any]) -> dict[str, str]:
+        """Kind-specific validation of the known keys."""
+        return {}
+
+    def list_source(self, config: dict[str, Any]) -> Listing:
+        """Fetch every document the source has now.
+
+        Never raises for a problem with one item (it goes into `Listing.errors` and `kept`); a problem
+        that makes the listing incomplete calls `Listing.fail_listing`, so nothing is pruned.
+        """
+        raise NotImplementedError(f"the {self.name!r} connector kind does not pull documents")

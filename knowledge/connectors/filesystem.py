@@ -1,0 +1,76 @@
+"""The filesystem kind: every matching file under a folder, with per-folder ACL files."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from knowledge.connectors import files
+from knowledge.connectors.base import ConnectorKind
+from knowledge.connectors.sidecar import SIDECAR_NAME, SidecarProblem, SidecarResolver
+from knowledge.connectors.types import Listing
+
+DEFAULT_PATTERNS = ["**/*.md", "**/*.markdown", "**/*.txt", "**/*.html", "**/*.htm"]
+
+
+def matches(relative: str, patterns: list[str]) -> bool:
+    return any(
+        fnmatch.fnmatch(relative, p) or fnmatch.fnmatch(relative, p.removeprefix("**/")) for p in patterns
+    )
+
+
+class FilesystemKind(ConnectorKind):
+    name = "filesystem"
+    label = "Filesystem"
+    config_keys = frozenset({"path", "patterns", "max_file_bytes"})
+
+    def check(self, config: dict[str, Any]) -> dict[str, str]:
+        errors: dict[str, str] = {}
+        path = config.get("path")
+        if not isinstance(path, str) or not path.startswith("/"):
+            errors["config"] = "path: required: an absolute directory path, e.g. /srv/docs"
+        patterns = config.get("patterns", DEFAULT_PATTERNS)
+        if not isinstance(patterns, list) or not all(isinstance(p, str) and p for p in patterns):
+            errors.setdefault("config", "patterns: must be a list of glob patterns, e.g. ['**/*.md']")
+        limit = config.get("max_file_bytes", files.DEFAULT_MAX_BYTES)
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            errors.setdefault("config", "max_file_bytes: must be a positive integer")
+        return errors
+
+    def list_source(self, config: dict[str, Any]) -> Listing:
+        listing = Listing()
+        root = Path(config["path"])
+        if not root.is_dir():
+            listing.fail_listing(f"{root} is not a readable directory")
+            return listing
+        patterns = config.get("patterns") or DEFAULT_PATTERNS
+        limit = int(config.get("max_file_bytes", files.DEFAULT_MAX_BYTES))
+        sidecars = SidecarResolver(root)
+        for path in _walk(root, listing):
+            relative = files.relative_id(path, root)
+            if path.name != SIDECAR_NAME and matches(relative, patterns):
+                _load(path, root, limit, sidecars, listing)
+        return listing
+
+
+def _walk(root: Path, listing: Listing) -> list[Path]:
+    """Every file under root, sorted; an unreadable folder makes the listing incomplete."""
+
+    def failed(error: OSError) -> None:
+        listing.fail_listing(f"cannot list {error.filename}: {error.strerror or error}")
+
+    found = [Path(folder) / name for folder, _, names in os.walk(root, onerror=failed) for name in names]
+    return sorted(found)
+
+
+def _load(path: Path, root: Path, limit: int, sidecars: SidecarResolver, listing: Listing) -> None:
+    relative = files.relative_id(path, root)
+    try:
+        document = files.load_file(path, root, max_bytes=limit)
+        if document is not None:
+            listing.documents.append(replace(document, acl=sidecars.acl_for(path.parent)))
+    except (files.FileProblem, SidecarProblem) as exc:
+        listing.fail_item(relative, str(exc))

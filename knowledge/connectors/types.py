@@ -1,0 +1,80 @@
+"""Value types a source produces: documents, their ACLs, and a listing's outcome (no Django imports)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SourceAcl:
+    """Who may see a document, by name: user e-mails and group names of the connector's tenant."""
+
+    public: bool = False
+    users: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, *, public: bool = False, users: Iterable[str] = (), groups: Iterable[str] = ()) -> SourceAcl:
+        """An ACL with sorted, de-duplicated names (so equal ACLs compare equal)."""
+        return cls(public=bool(public), users=tuple(sorted(set(users))), groups=tuple(sorted(set(groups))))
+
+
+@dataclass(frozen=True)
+class SourceDocument:
+    """One document as a connector, a loader or an API request produced it.
+
+    `acl=None` means "the source says nothing": the connector's default ACL applies. `environment` is
+    an environment slug of the connector's tenant (None: the connector's environment). `language` is a
+    PostgreSQL text-search configuration (None: the default language). `embedding`, when given, is the
+    caller's vector for the whole document, which is then stored as one chunk.
+    """
+
+    external_id: str
+    content: str
+    title: str = ""
+    source_url: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    language: str | None = None
+    environment: str | None = None
+    acl: SourceAcl | None = None
+    source_updated_at: datetime | None = None
+    embedding: tuple[float, ...] | None = None
+
+
+@dataclass(frozen=True)
+class SourceError:
+    """A problem with one item of a source (`external_id` set) or with the listing itself."""
+
+    message: str
+    external_id: str | None = None
+
+
+@dataclass
+class Listing:
+    """What a pull connector found.
+
+    `documents` are fetched and ready to write. `kept` are ids the source still has but that could not
+    be read this time (a fetch failure, an oversized file): they are left as they are, never deleted.
+    `complete` is False when the listing itself may have missed items; then nothing is pruned.
+    """
+
+    documents: list[SourceDocument] = field(default_factory=list)
+    kept: set[str] = field(default_factory=set)
+    errors: list[SourceError] = field(default_factory=list)
+    complete: bool = True
+
+    def fail_item(self, external_id: str, message: str) -> None:
+        self.kept.add(external_id)
+        self.errors.append(SourceError(message=f"{external_id}: {message}", external_id=external_id))
+
+    def fail_listing(self, message: str) -> None:
+        self.complete = False
+        self.errors.append(SourceError(message=message))
+
+    @property
+    def seen(self) -> set[str]:
+        """Every id the source still has (fetched or kept)."""
+        return {d.external_id for d in self.documents} | self.kept

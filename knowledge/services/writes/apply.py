@@ -1,0 +1,224 @@
+"""The locked half of a write: lock the rows, decide what changed, write documents, ACLs and chunks.
+
+Every decision (re-chunk or not, which ACL, restore or not) is made on rows read under
+`SELECT ... FOR UPDATE`, in the transaction that writes, so concurrent writers serialise per
+document. Rows that do not exist yet are inserted first as placeholders (all-zero content hash,
+which no real content has), so they can be locked like the others; a placeholder means "never
+written", which is also how `created` is decided.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from knowledge.models import Connector, Document, Principal
+from knowledge.services.access import documents_access_sync
+from knowledge.services.acl import acl_keys, principals_resolve, tokens_for
+from knowledge.services.chunks import PreparedChunks, chunks_replace
+from knowledge.services.writes.prepare import Prepared
+from knowledge.services.writes.validate import Resolved
+
+PLACEHOLDER_HASH = "0" * 64
+SOURCE_FIELDS = (
+    *("title", "source_url", "content", "content_hash", "metadata", "language", "environment_id"),
+    *("source_updated_at", "source_is_public", "acl_origin"),
+)
+
+
+@dataclass
+class Applied:
+    """What one locked batch did, by external id."""
+
+    created: set[str] = field(default_factory=set)
+    updated: set[str] = field(default_factory=set)
+    unchanged: set[str] = field(default_factory=set)
+    rechunked: set[str] = field(default_factory=set)
+    chunks: int = 0
+    documents: dict[str, Document] = field(default_factory=dict)
+
+
+@dataclass
+class _Plan:
+    row: Document
+    item: Resolved
+    values: dict[str, Any]
+    source_grants: set[int]
+    effective_grants: set[int]
+    changed: list[str]
+    source_changed: bool
+    effective_changed: bool
+    needs_chunks: bool
+    filters_changed: bool
+
+
+def _insert_placeholders(connector: Connector, items: Sequence[Resolved]) -> None:
+    rows = [
+        Document(
+            tenant_id=connector.tenant_id,
+            connector=connector,
+            external_id=item.external_id,
+            content="",
+            content_hash=PLACEHOLDER_HASH,
+            language=item.language,
+        )
+        for item in sorted(items, key=lambda i: i.external_id)  # one order: no insert deadlocks
+    ]
+    Document.objects.bulk_create(rows, ignore_conflicts=True)
+
+
+def _grants(through: Any, document_ids: list[int]) -> dict[int, set[int]]:
+    found: dict[int, set[int]] = defaultdict(set)
+    for document_id, principal_id in through.objects.filter(document_id__in=document_ids).values_list(
+        "document_id", "principal_id"
+    ):
+        found[document_id].add(principal_id)
+    return found
+
+
+def _plan(
+    row: Document, item: Resolved, grants: dict[str, dict[int, set[int]]], ids: dict[Any, int]
+) -> _Plan:
+    source, acl = item.source, item.acl
+    source_grants = {ids[key] for key in acl_keys(acl)}
+    values: dict[str, Any] = {
+        "title": source.title,
+        "source_url": source.source_url,
+        "content": source.content,
+        "content_hash": item.content_hash,
+        "metadata": source.metadata,
+        "language": item.language,
+        "environment_id": item.environment_id,
+        "source_updated_at": source.source_updated_at,
+        "source_is_public": acl.public,
+        "acl_origin": item.acl_origin,
+    }
+    effective_now = grants["effective"][row.pk]
+    effective = effective_now if row.acl_overridden else source_grants
+    if not row.acl_overridden:
+        values["is_public"] = acl.public
+    if row.deleted_at is not None and row.deletion_origin != Document.DeletionOrigin.ADMIN:
+        values.update(deleted_at=None, deletion_origin=Document.DeletionOrigin.NONE)
+    changed = [name for name, value in values.items() if getattr(row, name) != value]
+    effective_changed = effective != effective_now
+    return _Plan(
+        row=row,
+        item=item,
+        values=values,
+        source_grants=source_grants,
+        effective_grants=effective,
+        changed=changed,
+        source_changed=source_grants != grants["source"][row.pk],
+        effective_changed=effective_changed,
+        needs_chunks=bool({"content_hash", "title", "language"} & set(changed))
+        or source.embedding is not None,
+        filters_changed=effective_changed
+        or bool({"is_public", "environment_id", "deleted_at"} & set(changed)),
+    )
+
+
+def _replace_grants(through: Any, plans: list[_Plan], attribute: str) -> None:
+    if not plans:
+        return
+    through.objects.filter(document_id__in=[p.row.pk for p in plans]).delete()
+    through.objects.bulk_create(
+        [
+            through(document_id=p.row.pk, principal_id=pk)
+            for p in plans
+            for pk in sorted(getattr(p, attribute))
+        ]
+    )
+
+
+def _write_rows(plans: list[_Plan]) -> None:
+    changed = [p for p in plans if p.changed]
+    now = timezone.now()
+    for plan in changed:
+        for name in plan.changed:
+            setattr(plan.row, name, plan.values[name])
+        plan.row.updated_at = now
+    if changed:
+        names = sorted({name for p in changed for name in p.changed} | {"updated_at"})
+        Document.objects.bulk_update([p.row for p in changed], names)
+    _replace_grants(
+        Document.source_principals.through, [p for p in plans if p.source_changed], "source_grants"
+    )
+    _replace_grants(
+        Document.allowed_principals.through, [p for p in plans if p.effective_changed], "effective_grants"
+    )
+
+
+def _write_chunks(plans: list[_Plan], prepared: dict[str, Prepared], created: set[str]) -> int:
+    kinds = dict(
+        Principal.objects.filter(pk__in={pk for p in plans for pk in p.effective_grants}).values_list(
+            "pk", "kind"
+        )
+    )
+    by_model: dict[str, list[PreparedChunks]] = defaultdict(list)
+    for plan in plans:
+        ready = prepared[plan.item.external_id]
+        tokens = tokens_for(is_public=plan.row.is_public, principal_ids=plan.effective_grants, kinds=kinds)
+        is_new = plan.item.external_id in created
+        by_model[ready.model].append(
+            PreparedChunks(plan.row, tuple(tokens), ready.chunks, ready.vectors, is_new)
+        )
+    return sum(chunks_replace(prepared=items, model=model) for model, items in by_model.items())
+
+
+def apply_batch(
+    connector: Connector,
+    items: Sequence[Resolved],
+    prepared: dict[str, Prepared],
+    prepare_now: Callable[[list[Resolved]], dict[str, Prepared]],
+    model: str,
+) -> Applied:
+    """Write the batch under row locks; `prepare_now` makes chunks the unlocked guess missed."""
+    applied = Applied()
+    with transaction.atomic():
+        keys = {key for item in items for key in acl_keys(item.acl)}
+        ids = principals_resolve(tenant=connector.tenant_id, keys=keys)
+        _insert_placeholders(connector, items)
+        rows = list(
+            Document.objects.select_for_update()
+            .filter(connector=connector, external_id__in=[i.external_id for i in items])
+            .order_by("pk")
+        )
+        pks = [r.pk for r in rows]
+        grants = {
+            "effective": _grants(Document.allowed_principals.through, pks),
+            "source": _grants(Document.source_principals.through, pks),
+        }
+        by_id = {item.external_id: item for item in items}
+        plans = [_plan(row, by_id[row.external_id], grants, ids) for row in rows]
+        applied.created = {p.row.external_id for p in plans if p.row.content_hash == PLACEHOLDER_HASH}
+        _write_rows(plans)
+        rechunk = [p for p in plans if p.needs_chunks]
+        missing = [p.item for p in rechunk if not _fits(prepared.get(p.item.external_id), p.item, model)]
+        ready = {**prepared, **(prepare_now(missing) if missing else {})}
+        applied.chunks = _write_chunks(rechunk, ready, applied.created)
+        documents_access_sync(
+            document_ids=[p.row.pk for p in plans if p.filters_changed and not p.needs_chunks]
+        )
+        _tally(applied, plans)
+    return applied
+
+
+def _fits(prepared: Prepared | None, item: Resolved, model: str) -> bool:
+    return prepared is not None and prepared.fits(item, model)
+
+
+def _tally(applied: Applied, plans: list[_Plan]) -> None:
+    for plan in plans:
+        external_id = plan.row.external_id
+        applied.documents[external_id] = plan.row
+        if plan.needs_chunks:
+            applied.rechunked.add(external_id)
+        if external_id in applied.created:
+            continue
+        touched = plan.changed or plan.source_changed or plan.effective_changed or plan.needs_chunks
+        (applied.updated if touched else applied.unchanged).add(external_id)
