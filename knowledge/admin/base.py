@@ -11,6 +11,7 @@ from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 
 from knowledge.errors import KnowledgeError
+from knowledge.models import Chunk, ChunkEmbedding
 
 
 def limit_choices(form: Any, name: str, queryset: QuerySet[Any], help_text: str | None = None) -> None:
@@ -33,6 +34,12 @@ class ServiceDeleteAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     Django's own confirmation page still asks first, listing what goes with the object.
     """
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
+        # Chunks and vectors are derived data the service deletes; the admin may not delete them itself.
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        derived = {str(m._meta.verbose_name) for m in (Chunk, ChunkEmbedding)}
+        return deleted, counts, {p for p in perms_needed if p not in derived}, protected
 
     def delete_one(self, request: HttpRequest, obj: Any) -> str:
         """Delete through the service; returns a message for the user."""

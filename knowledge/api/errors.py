@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
+from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 from rest_framework import exceptions, status
@@ -14,6 +16,7 @@ from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler
 
 from knowledge.errors import KnowledgeError
+from retrieval_backends.base import BackendUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -24,6 +27,8 @@ class PayloadTooLarge(exceptions.APIException):
     default_code = "payload_too_large"
 
 
+RETRY_AFTER_SECONDS = 5
+UNAVAILABLE_MESSAGE = "A service the API depends on is unavailable; retry in a few seconds."
 KNOWLEDGE_CODES = {400: "invalid_input", 403: "forbidden", 404: "not_found", 413: "payload_too_large"}
 
 
@@ -60,7 +65,26 @@ def _validation_body(detail: Any) -> dict[str, Any]:
     return _body("invalid_input", message, fields)
 
 
+def is_outage(exc: BaseException | None) -> bool:
+    """Whether the error means a dependency is down (PostgreSQL unreachable, the backend unavailable),
+    as opposed to a bug: such requests answer 503 with Retry-After, not 500."""
+    if isinstance(exc, BackendUnavailable | OperationalError | InterfaceError):
+        return True
+    return isinstance(exc, DatabaseError) and isinstance(exc.__cause__, OperationalError | InterfaceError)
+
+
+def unavailable_response() -> Response:
+    return Response(
+        _body("service_unavailable", UNAVAILABLE_MESSAGE),
+        status=status.HTTP_503_SERVICE_UNAVAILABLE,
+        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+    )
+
+
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
+    if is_outage(exc):
+        logger.warning("API request failed on an unavailable dependency: %s", exc, exc_info=exc)
+        return unavailable_response()
     if isinstance(exc, KnowledgeError):
         fields = {exc.field: [exc.message]} if exc.field else None
         return Response(
@@ -92,6 +116,22 @@ def json_or_html_404(request: HttpRequest, exception: Exception | None = None) -
 
 
 def json_or_html_500(request: HttpRequest) -> HttpResponse:
+    """Uncaught errors outside DRF views: an outage is a 503 with Retry-After, anything else a 500."""
+    if is_outage(sys.exc_info()[1]):
+        if request.path.startswith("/api/"):
+            response: HttpResponse = JsonResponse(
+                _body("service_unavailable", UNAVAILABLE_MESSAGE), status=503
+            )
+        else:
+            response = HttpResponse(OUTAGE_PAGE, status=503, content_type="text/html; charset=utf-8")
+        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response
     if request.path.startswith("/api/"):
         return JsonResponse(_body("server_error", "Internal error; it has been logged."), status=500)
     return defaults.server_error(request)
+
+
+OUTAGE_PAGE = (
+    "<!doctype html><title>Temporarily unavailable</title><h1>Temporarily unavailable</h1>"
+    "<p>The knowledge base cannot reach its database right now. Please retry in a few seconds.</p>"
+)

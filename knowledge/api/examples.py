@@ -148,7 +148,7 @@ HEALTH = [
         "Backend down",
         value={
             "status": "unavailable",
-            "checks": {"postgres": "ok", "backend": "failed: OpenSearch is unreachable"},
+            "checks": {"postgres": "ok", "backend": "unavailable"},
         },
         response_only=True,
         status_codes=["503"],

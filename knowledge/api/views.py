@@ -6,7 +6,6 @@ import math
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.permissions import AllowAny
@@ -16,6 +15,7 @@ from rest_framework.views import APIView
 
 from knowledge.api import examples
 from knowledge.api.authentication import ApiClient
+from knowledge.api.errors import RETRY_AFTER_SECONDS
 from knowledge.api.pagination import StrictLimitOffsetPagination
 from knowledge.api.params import query_int, query_slug, reject_unknown_params
 from knowledge.api.permissions import CanIndex, CanSearch
@@ -31,6 +31,7 @@ from knowledge.api.serializers import (
 from knowledge.errors import NotFound
 from knowledge.models import Document
 from knowledge.selectors.documents import document_get, document_list
+from knowledge.selectors.health import dependency_health
 from knowledge.selectors.scopes import (
     connectors_by_id,
     environment_by_slug,
@@ -40,7 +41,6 @@ from knowledge.selectors.scopes import (
 from knowledge.selectors.search import SearchHit, search_chunks
 from knowledge.services.api_indexing import api_connector, api_document_index
 from knowledge.services.documents import document_hard_delete
-from retrieval_backends.registry import get_backend
 
 ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer}
 
@@ -233,18 +233,10 @@ class HealthView(APIView):
         summary="Liveness of PostgreSQL and the backend (no API key needed)",
     )
     def get(self, request: Request) -> Response:
-        checks = {"postgres": "ok", "backend": "ok"}
-        try:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT 1")
-        except Exception as exc:  # any failure means unhealthy; the body says which
-            checks["postgres"] = f"failed: {exc.__class__.__name__}"
-        try:
-            get_backend().health()
-        except Exception as exc:  # BackendUnavailable or anything else the backend raised
-            checks["backend"] = f"failed: {exc}"
+        checks = dependency_health()
         healthy = all(v == "ok" for v in checks.values())
         return Response(
             {"status": "ok" if healthy else "unavailable", "checks": checks},
             status=status.HTTP_200_OK if healthy else status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={} if healthy else {"Retry-After": str(RETRY_AFTER_SECONDS)},
         )

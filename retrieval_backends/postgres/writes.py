@@ -77,6 +77,9 @@ def insert_chunks(chunks: Sequence[ChunkInput]) -> list[StoredChunk]:
     ]
 
 
+# The chunk row is read FOR SHARE: an ACL change (which updates the chunk row first, then its vectors,
+# in one transaction) either finishes before this copy reads the chunk, or waits for it and then
+# corrects the new vector too. ON CONFLICT refreshes the copied filters as well as the vector.
 UPSERT_EMBEDDINGS = f"""
 INSERT INTO {EMBEDDING}
     (chunk_id, model, dimensions, embedding, tenant_id, connector_id, environment_id,
@@ -85,8 +88,13 @@ SELECT c.id, u.model, %s, u.vec::vector, c.tenant_id, c.connector_id, c.environm
        c.is_deleted, c.acl_tokens, now()
 FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS u(chunk_id, model, vec)
 JOIN {CHUNK} c ON c.id = u.chunk_id
+ORDER BY c.id
+FOR SHARE OF c
 ON CONFLICT (chunk_id, model) DO UPDATE
-    SET embedding = EXCLUDED.embedding, dimensions = EXCLUDED.dimensions
+    SET embedding = EXCLUDED.embedding, dimensions = EXCLUDED.dimensions,
+        tenant_id = EXCLUDED.tenant_id, connector_id = EXCLUDED.connector_id,
+        environment_id = EXCLUDED.environment_id, is_deleted = EXCLUDED.is_deleted,
+        acl_tokens = EXCLUDED.acl_tokens
 """
 
 

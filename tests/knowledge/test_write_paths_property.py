@@ -1,0 +1,357 @@
+"""Stateful property: whatever mix of write paths runs, search returns exactly what each persona may see.
+
+The rules drive every write path the product has: API upserts (the REST endpoint), a filesystem
+connector synced over a folder whose files and ACL sidecar change between steps, admin ACL edits,
+content edits, override clears, soft deletes, restores and deletes (the real admin forms and
+actions), and a blue/green reindex to another embedder and back. The machine keeps its own model
+of what each document should be (content, source ACL, admin override, deletion and its origin).
+
+After every step, for every persona (each user, public only, bypass) and environment filter, each
+search lane returns exactly the documents the model says the persona may see; the stored rows agree
+with the model; every chunk is the chunker's output for its document's current text, and carries
+its document's filters, as does every vector.
+
+Steps: 10 examples x 30 steps in CI; WRITE_PATH_EXAMPLES / WRITE_PATH_STEPS raise them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import pytest
+from django.test import Client
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from rest_framework.test import APIClient
+
+from knowledge.models import (
+    ApiKey,
+    Chunk,
+    ChunkEmbedding,
+    Connector,
+    Document,
+    Environment,
+    Principal,
+    Tenant,
+)
+from knowledge.pipeline.active import active_embedder, active_spec
+from knowledge.pipeline.chunkers.base import ChunkSource
+from knowledge.pipeline.registry import configured_name, get_chunker
+from knowledge.selectors.scopes import search_scope_for_key
+from knowledge.selectors.search import search_chunks
+from knowledge.services.connector_sync import connector_sync
+from knowledge.services.reindex import reindex_backfill, reindex_job_for, reindex_switch
+from tests.api.conftest import bearer, issue_key
+from tests.factories import UserFactory
+from tests.knowledge.admin_forms import post_document_action, post_document_change
+
+EXAMPLES = int(os.environ.get("WRITE_PATH_EXAMPLES", "10"))
+STEPS = int(os.environ.get("WRITE_PATH_STEPS", "30"))
+QUERY = "harbour ferry timetable"
+WORDS = ["north", "pier", "tides", "cargo", "night", "crew"]
+USERS = [f"user{i}@example.com" for i in range(3)]
+GROUPS = ["crew", "office"]
+MEMBERS = {USERS[0]: {"crew"}, USERS[1]: {"crew", "office"}, USERS[2]: set()}
+API_IDS = ["a0", "a1", "a2"]
+FILES = ["f0.md", "sub/f1.md", "sub/f2.md"]
+OTHER_EMBEDDER = "tests.knowledge.plugins.Hashing256Embedder"
+_tenants = itertools.count()
+
+
+@dataclass(frozen=True)
+class Acl:
+    public: bool = False
+    users: frozenset[str] = frozenset()
+    groups: frozenset[str] = frozenset()
+
+    def allows(self, user: str | None) -> bool:
+        if self.public:
+            return True
+        return user is not None and (user in self.users or bool(MEMBERS[user] & self.groups))
+
+
+@dataclass
+class Expected:
+    """What one document should be, by the rules applied so far."""
+
+    pulled: bool
+    title: str
+    content: str
+    source_acl: Acl
+    environment: str | None = None
+    override: Acl | None = None
+    deleted: str = ""  # "", "admin" or "source"
+
+    @property
+    def acl(self) -> Acl:
+        return self.override if self.override is not None else self.source_acl
+
+
+acls = st.builds(
+    Acl,
+    public=st.booleans(),
+    users=st.frozensets(st.sampled_from(USERS), max_size=2),
+    groups=st.frozensets(st.sampled_from(GROUPS), max_size=2),
+)
+texts = st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(lambda w: f"{QUERY} {' '.join(w)}")
+
+
+@dataclass
+class World:
+    tenant: Tenant
+    api: APIClient
+    admin: Client
+    connector: Connector
+    folder: Path
+    default_acl: Acl
+    sidecar: Acl | None = None
+    expected: dict[tuple[str, str], Expected] = field(default_factory=dict)
+
+
+def _world() -> World:
+    tenant = Tenant.objects.create(slug=f"paths-{next(_tenants)}", name="Write paths")
+    principals = {u: Principal.objects.create(tenant=tenant, kind="user", external_id=u) for u in USERS}
+    groups = {g: Principal.objects.create(tenant=tenant, kind="group", external_id=g) for g in GROUPS}
+    for user, names in MEMBERS.items():
+        principals[user].groups.set([groups[g] for g in names])
+    Environment.objects.create(tenant=tenant, slug="prod", name="Prod")
+    folder = Path(tempfile.mkdtemp(prefix="kb-paths-"))
+    (folder / "sub").mkdir()
+    connector = Connector.objects.create(
+        tenant=tenant, name="folder", kind="filesystem", config={"path": str(folder)}, default_is_public=True
+    )
+    api = APIClient()
+    api.credentials(**bearer(issue_key(tenant=tenant)))
+    admin = Client()
+    admin.force_login(UserFactory.create())
+    return World(tenant, api, admin, connector, folder, default_acl=Acl(public=True))
+
+
+class WritePaths(RuleBasedStateMachine):
+    steps = 0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.world = _world()
+        self.files: dict[str, str] = {}
+
+    def teardown(self) -> None:
+        shutil.rmtree(self.world.folder, ignore_errors=True)
+
+    # --- helpers ------------------------------------------------------------------------------------
+    def _document(self, key: tuple[str, str]) -> Document:
+        connector = (
+            self.world.connector
+            if key[0] == "fs"
+            else Connector.objects.get(tenant=self.world.tenant, name="api")
+        )
+        return Document.objects.get(connector=connector, external_id=key[1])
+
+    def _keys(self) -> list[tuple[str, str]]:
+        return sorted(self.world.expected)
+
+    def _file_acl(self, name: str) -> Acl:
+        return (
+            self.world.sidecar if name.startswith("sub/") and self.world.sidecar else self.world.default_acl
+        )
+
+    # --- API ----------------------------------------------------------------------------------------
+    @rule(doc=st.sampled_from(API_IDS), text=texts, acl=acls, env=st.sampled_from([None, "prod"]))
+    def api_upsert(self, doc: str, text: str, acl: Acl, env: str | None) -> None:
+        body: dict[str, object] = {
+            "id": doc,
+            "title": f"Title {doc}",
+            "content": text,
+            "acl": {"public": acl.public, "users": sorted(acl.users), "groups": sorted(acl.groups)},
+        }
+        if env:
+            body["environment"] = env
+        response = self.world.api.post("/api/v1/index", body, format="json")
+        assert response.status_code in (200, 201), response.content
+        old = self.world.expected.get(("api", doc))
+        new = Expected(pulled=False, title=f"Title {doc}", content=text, source_acl=acl, environment=env)
+        if old is not None:
+            new = replace(new, override=old.override, deleted=old.deleted)
+        self.world.expected[("api", doc)] = new
+
+    # --- the filesystem connector -------------------------------------------------------------------
+    @rule(name=st.sampled_from(FILES), text=texts)
+    def fs_write(self, name: str, text: str) -> None:
+        (self.world.folder / name).write_text(text)
+        self.files[name] = text
+
+    @rule(name=st.sampled_from(FILES))
+    def fs_remove(self, name: str) -> None:
+        (self.world.folder / name).unlink(missing_ok=True)
+        self.files.pop(name, None)
+
+    @rule(acl=st.one_of(st.none(), acls))
+    def fs_sidecar(self, acl: Acl | None) -> None:
+        path = self.world.folder / "sub" / ".kbacl.json"
+        if acl is None:
+            path.unlink(missing_ok=True)
+        else:
+            body = {"public": acl.public, "users": sorted(acl.users), "groups": sorted(acl.groups)}
+            path.write_text(json.dumps(body))
+        self.world.sidecar = acl
+
+    @rule()
+    def fs_sync(self) -> None:
+        outcome = connector_sync(connector=self.world.connector)
+        assert outcome.claimed and not outcome.errors, outcome.errors
+        for name, text in self.files.items():
+            old = self.world.expected.get(("fs", name))
+            title = name.rsplit("/", 1)[-1].removesuffix(".md")
+            new = Expected(pulled=True, title=title, content=text, source_acl=self._file_acl(name))
+            if old is not None:
+                new = replace(new, override=old.override, deleted="admin" if old.deleted == "admin" else "")
+            self.world.expected[("fs", name)] = new
+        if self.files:
+            for key, expected in self.world.expected.items():
+                if key[0] == "fs" and key[1] not in self.files and not expected.deleted:
+                    expected.deleted = "source"
+
+    # --- the admin ----------------------------------------------------------------------------------
+    @precondition(lambda self: self.world.expected)
+    @rule(data=st.data(), acl=acls)
+    def admin_acl_edit(self, data: st.DataObject, acl: Acl) -> None:
+        key = data.draw(st.sampled_from(self._keys()))
+        names = sorted(acl.users | acl.groups)
+        principals = Principal.objects.filter(tenant=self.world.tenant, external_id__in=names)
+        post_document_change(
+            self.world.admin,
+            self._document(key),
+            is_public=acl.public,
+            allowed_principals=[p.pk for p in principals],
+        )
+        if acl != self.world.expected[key].acl:  # an unchanged field is no edit, so no override
+            self.world.expected[key].override = acl
+
+    @precondition(lambda self: any(k[0] == "api" for k in self.world.expected))
+    @rule(data=st.data(), text=texts)
+    def admin_content_edit(self, data: st.DataObject, text: str) -> None:
+        key = data.draw(st.sampled_from([k for k in self._keys() if k[0] == "api"]))
+        post_document_change(self.world.admin, self._document(key), content=text)
+        self.world.expected[key].content = text
+
+    @precondition(lambda self: self.world.expected)
+    @rule(data=st.data())
+    def admin_clear_override(self, data: st.DataObject) -> None:
+        key = data.draw(st.sampled_from(self._keys()))
+        post_document_action(self.world.admin, "clear_acl_override", self._document(key))
+        self.world.expected[key].override = None
+
+    @precondition(lambda self: self.world.expected)
+    @rule(data=st.data())
+    def admin_soft_delete(self, data: st.DataObject) -> None:
+        key = data.draw(st.sampled_from(self._keys()))
+        post_document_action(self.world.admin, "soft_delete", self._document(key))
+        self.world.expected[key].deleted = "admin"
+
+    @precondition(lambda self: self.world.expected)
+    @rule(data=st.data())
+    def admin_restore(self, data: st.DataObject) -> None:
+        key = data.draw(st.sampled_from(self._keys()))
+        post_document_action(self.world.admin, "restore", self._document(key))
+        self.world.expected[key].deleted = ""
+
+    @precondition(lambda self: self.world.expected)
+    @rule(data=st.data(), through_api=st.booleans())
+    def delete_document(self, data: st.DataObject, through_api: bool) -> None:
+        key = data.draw(st.sampled_from(self._keys()))
+        if key[0] == "api" and through_api:
+            assert self.world.api.delete(f"/api/v1/documents/{key[1]}").status_code == 204
+        else:
+            post_document_action(self.world.admin, "delete_selected", self._document(key))
+        del self.world.expected[key]
+
+    # --- reindex ------------------------------------------------------------------------------------
+    @rule()
+    def reindex_to_the_other_embedder(self) -> None:
+        target = OTHER_EMBEDDER if active_spec() != OTHER_EMBEDDER else configured_name("embedder")
+        job = reindex_job_for(spec=target)
+        reindex_backfill(job=job)
+        reindex_switch(job=job)
+
+    # --- invariants ---------------------------------------------------------------------------------
+    def _visible(self, user: str | None, bypass: bool, environment: str | None) -> set[int]:
+        ids = set()
+        for key, expected in self.world.expected.items():
+            if expected.deleted or (environment and expected.environment not in (None, environment)):
+                continue
+            if bypass or expected.acl.allows(user):
+                ids.add(self._document(key).pk)
+        return ids
+
+    @invariant()
+    def search_returns_exactly_what_each_persona_may_see(self) -> None:
+        WritePaths.steps += 1
+        key = ApiKey(tenant=self.world.tenant, on_behalf_of=True, bypass_acl=True)
+        personas = [(u, False) for u in USERS] + [("stranger@example.com", False), (None, True)]
+        for user, bypass in personas:
+            for environment in (None, "prod"):
+                scope = search_scope_for_key(
+                    key=key, on_behalf_of=user, bypass_acl=bypass, environment=environment
+                )
+                allowed = self._visible(user if user in MEMBERS else None, bypass, environment)
+                for lane in ("keyword", "vector"):
+                    hits = search_chunks(scope=scope, query_text=QUERY, lanes=(lane,), limit=100).hits
+                    found = {h.document_id for h in hits}
+                    assert found == allowed, f"{lane} lane as {user or 'bypass'} in {environment}"
+
+    @invariant()
+    def stored_rows_agree_with_the_model(self) -> None:
+        stored = Document.objects.filter(tenant=self.world.tenant)
+        assert stored.count() == len(self.world.expected)
+        for key, expected in self.world.expected.items():
+            document = self._document(key)
+            grants = {p.external_id for p in document.allowed_principals.all()}
+            acl = expected.acl
+            assert (document.is_public, grants) == (acl.public, set(acl.users | acl.groups)), key
+            assert document.content == expected.content and document.title == expected.title, key
+            assert document.deletion_origin == expected.deleted, key
+            assert (document.deleted_at is not None) == bool(expected.deleted), key
+
+    @invariant()
+    def chunks_and_vectors_mirror_their_documents(self) -> None:
+        chunker, model = get_chunker(), active_embedder().name
+        for document in Document.objects.filter(tenant=self.world.tenant).prefetch_related(
+            "allowed_principals"
+        ):
+            made = chunker.chunk(ChunkSource(document.title, document.content, document.metadata))
+            chunks = list(Chunk.objects.filter(document=document).order_by("chunk_index"))
+            assert [c.content for c in chunks] == [c.text for c in made], document.external_id
+            tokens = sorted(
+                {p.acl_token for p in document.allowed_principals.all()}
+                | ({"public"} if document.is_public else set())
+            )
+            for chunk in chunks:
+                assert sorted(chunk.acl_tokens) == tokens and chunk.is_deleted == document.is_deleted
+                assert chunk.environment_id == document.environment_id
+            vectors = ChunkEmbedding.objects.filter(chunk__document=document)
+            assert {v.chunk_id for v in vectors.filter(model=model)} == {c.pk for c in chunks}
+            for vector in vectors.select_related("chunk"):
+                assert sorted(vector.acl_tokens) == tokens and vector.is_deleted == document.is_deleted
+
+
+WritePaths.TestCase.settings = settings(
+    max_examples=EXAMPLES,
+    stateful_step_count=STEPS,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+
+
+@pytest.mark.django_db
+def test_write_paths_keep_search_exactly_permission_correct() -> None:
+    WritePaths.steps = 0
+    WritePaths.TestCase("runTest").runTest()
+    # Invariants also run once before the first step of each example.
+    assert WritePaths.steps >= EXAMPLES * STEPS, f"only {WritePaths.steps} steps ran"

@@ -1,0 +1,134 @@
+"""Interleavings that used to lose permissions: each writer decides under the lock the other holds."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+from django.db import connection, transaction
+
+from knowledge.models import Chunk, ChunkEmbedding, Document
+from knowledge.services.documents import document_set_acl, document_upsert
+from retrieval_backends.registry import get_backend
+from retrieval_backends.types import EmbeddingUpdate
+from tests.factories import ConnectorFactory, PrincipalFactory
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def lock_waiters() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )
+        return int(cursor.fetchone()[0])
+
+
+def wait_until_blocked(timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if lock_waiters():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def in_thread(fn: Callable[[], object]) -> tuple[threading.Thread, list[BaseException]]:
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            fn()
+        except BaseException as exc:  # reported by the test
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, errors
+
+
+def hold(
+    write: Callable[[], object], started: threading.Event, release: threading.Event
+) -> Callable[[], None]:
+    """A writer that keeps its transaction (and its locks) open until released."""
+
+    def run() -> None:
+        with transaction.atomic():
+            write()
+            started.set()
+            release.wait(10)
+
+    return run
+
+
+def run_interleaved(first: Callable[[], object], second: Callable[[], object]) -> bool:
+    """`first` commits only after `second` started and (if it must) waits for first's locks."""
+    started, release = threading.Event(), threading.Event()
+    a, a_errors = in_thread(hold(first, started, release))
+    assert started.wait(10)
+    b, b_errors = in_thread(second)
+    blocked = wait_until_blocked()
+    release.set()
+    a.join(15)
+    b.join(15)
+    assert not a_errors and not b_errors, a_errors + b_errors
+    return blocked
+
+
+def test_concurrent_upserts_never_leave_old_chunks_under_new_content() -> None:
+    connector = ConnectorFactory.create()
+    user = PrincipalFactory.create(tenant=connector.tenant)
+    document = document_upsert(
+        connector=connector, external_id="d", content="alpha harbour", is_public=True
+    ).document
+    run_interleaved(
+        lambda: document_upsert(
+            connector=connector, external_id="d", content="beta secret", principals=[user]
+        ),
+        lambda: document_upsert(
+            connector=connector, external_id="d", content="alpha harbour", is_public=True
+        ),
+    )
+    document.refresh_from_db()
+    chunks = list(Chunk.objects.filter(document=document))
+    assert document.content == "alpha harbour"
+    assert [c.content for c in chunks] == ["alpha harbour"] and chunks[0].acl_tokens == ["public"]
+
+
+def _backfill(chunk_id: int) -> Callable[[], object]:
+    vector = EmbeddingUpdate(chunk_id=chunk_id, vector=(0.0, 1.0, 0.0), model="next-model")
+    return lambda: get_backend().index_embeddings([vector], 3)
+
+
+def test_an_acl_change_during_a_backfill_reaches_the_new_vector() -> None:
+    connector = ConnectorFactory.create()
+    user = PrincipalFactory.create(tenant=connector.tenant)
+    document = document_upsert(connector=connector, external_id="d", content="text", is_public=True).document
+    chunk = Chunk.objects.get(document=document)
+    blocked = run_interleaved(
+        lambda: document_set_acl(document=document, is_public=False, principals=[user]), _backfill(chunk.pk)
+    )
+    assert blocked  # the backfill waited for the ACL change instead of copying the old filters
+    assert ChunkEmbedding.objects.get(chunk=chunk, model="next-model").acl_tokens == [user.acl_token]
+
+
+def test_a_backfill_during_an_acl_change_is_corrected_by_it() -> None:
+    connector = ConnectorFactory.create()
+    user = PrincipalFactory.create(tenant=connector.tenant)
+    document = document_upsert(connector=connector, external_id="d", content="text", is_public=True).document
+    chunk = Chunk.objects.get(document=document)
+    run_interleaved(
+        _backfill(chunk.pk),
+        lambda: document_set_acl(
+            document=Document.objects.get(pk=document.pk), is_public=False, principals=[user]
+        ),
+    )
+    tokens = {
+        tuple(t) for t in ChunkEmbedding.objects.filter(chunk=chunk).values_list("acl_tokens", flat=True)
+    }
+    assert tokens == {(user.acl_token,)}
