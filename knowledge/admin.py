@@ -6,7 +6,7 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.utils.timezone import now
 
 from knowledge.models import (
@@ -19,6 +19,7 @@ from knowledge.models import (
     Principal,
     Tenant,
 )
+from knowledge.pages.panels import visibility_panel_context
 from knowledge.services.access import document_access_sync
 from knowledge.services.documents import document_restore, document_soft_delete
 
@@ -106,6 +107,13 @@ class DocumentAdmin(admin.ModelAdmin):
     readonly_fields = ["content_hash", "deleted_at", "created_at", "updated_at"]
     inlines = [ChunkInline]
     actions = ["soft_delete", "restore"]
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
+    ) -> HttpResponse:
+        # The "Who can see this?" panel (templates/admin/knowledge/document/change_form.html).
+        panel = visibility_panel_context(request=request, object_id=object_id)
+        return super().change_view(request, object_id, form_url, {**(extra_context or {}), **panel})
 
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
         super().save_related(request, form, formsets, change)
