@@ -15,7 +15,9 @@ MAX_SUGGESTIONS = 500
 
 def _user(document: Document, external_id: str) -> Principal | None:
     """The document tenant's user of that e-mail, else another tenant's (to say why), else None."""
-    users = Principal.objects.filter(kind=Principal.Kind.USER, external_id=external_id).select_related("tenant")
+    users = Principal.objects.filter(kind=Principal.Kind.USER, external_id=external_id).select_related(
+        "tenant"
+    )
     return users.filter(tenant_id=document.tenant_id).first() or users.order_by("tenant__slug").first()
 
 

@@ -68,7 +68,9 @@ def identity_choices() -> list[tuple[str, Any]]:
 class PlaygroundForm(forms.Form):
     """GET parameters of /playground/; every choice is checked against the chosen tenant."""
 
-    tenant = TenantChoiceField(queryset=Tenant.objects.order_by("slug"), to_field_name="slug", empty_label=None)
+    tenant = TenantChoiceField(
+        queryset=Tenant.objects.order_by("slug"), to_field_name="slug", empty_label=None
+    )
     identity = forms.ChoiceField(label="Search as", choices=identity_choices, widget=TaggedSelect)
     connectors = ConnectorChoiceField(
         queryset=Connector.objects.select_related("tenant").order_by("tenant__slug", "name"),
@@ -102,20 +104,32 @@ class PlaygroundForm(forms.Form):
         return user
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         tenant: Tenant | None = data.get("tenant")
-        if tenant is None:
-            return data
-        user = data.get("identity")
-        if isinstance(user, Principal) and user.tenant_id != tenant.pk:
-            self.add_error("identity", f"{user.external_id} is a user of tenant {user.tenant.slug!r}")
-        for connector in data.get("connectors") or ():
-            if connector.tenant_id != tenant.pk:
-                self.add_error("connectors", f"connector {connector.name!r} is of tenant {connector.tenant.slug!r}")
-        environment = data.get("environment")
-        if environment is not None and environment.tenant_id != tenant.pk:
-            self.add_error("environment", f"environment {environment.slug!r} is of tenant {environment.tenant.slug!r}")
+        if tenant is not None:
+            for name, owner, message in _owners(data):
+                if owner != tenant.pk:
+                    self.add_error(name, message)
         return data
+
+
+def _owners(data: dict[str, Any]) -> list[tuple[str, int, str]]:
+    """(field, tenant id, complaint) of each chosen user, connector and environment."""
+    found = []
+    user = data.get("identity")
+    if isinstance(user, Principal):
+        found.append(
+            ("identity", user.tenant_id, f"{user.external_id} is a user of tenant {user.tenant.slug!r}")
+        )
+    for c in data.get("connectors") or ():
+        found.append(("connectors", c.tenant_id, f"connector {c.name!r} is of tenant {c.tenant.slug!r}"))
+    env = data.get("environment")
+    if env is not None:
+        found.append(
+            ("environment", env.tenant_id, f"environment {env.slug!r} is of tenant {env.tenant.slug!r}")
+        )
+    return found
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,12 @@ def _page(request: HttpRequest, template: str, title: str, **context: object) ->
 
 @staff_member_required
 def playground(request: HttpRequest) -> HttpResponse:
-    """GET only: the form's fields are the URL's parameters, so a search can be linked and re-run."""
-    form = PlaygroundForm(request.GET if "q" in request.GET else None)
+    """GET only: the form's fields are the URL's parameters, so a search can be linked and re-run.
+
+    Without a query the parameters only preselect choices (e.g. `?tenant=acme`).
+    """
+    searching = "q" in request.GET
+    form = PlaygroundForm(request.GET) if searching else PlaygroundForm(initial=request.GET.dict())
     outcome: PlaygroundOutcome | None = None
     if form.is_valid():
         try:

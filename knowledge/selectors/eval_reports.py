@@ -1,4 +1,4 @@
-"""Saved retrieval eval reports (`evals retrieval --json/--markdown`) in one folder, and nothing outside it."""
+"""Saved retrieval eval reports (`evals retrieval --json/--markdown`) in one folder, none outside it."""
 
 from __future__ import annotations
 
@@ -71,7 +71,9 @@ def eval_run_get(*, folder: Path, name: str) -> EvalRun:
         files = {s: folder / f"{name}{s}" for s in SUFFIXES}
         found = {s: p for s, p in files.items() if _inside(folder, p)}
         if ".json" in found or ".md" in found:
-            return EvalRun(name, found, datetime.fromtimestamp(max(p.stat().st_mtime for p in found.values()), UTC))
+            return EvalRun(
+                name, found, datetime.fromtimestamp(max(p.stat().st_mtime for p in found.values()), UTC)
+            )
     raise NotFound(f"no eval report named {name!r}")
 
 
@@ -79,7 +81,9 @@ def _from_json(run: EvalRun, data: Any) -> EvalReport:
     if not isinstance(data, dict) or not isinstance(data.get("configs"), dict):
         raise ValueError("expected a JSON object with a 'configs' mapping")
     configs: dict[str, Any] = data["configs"]
-    metrics = {name: row.get("metrics", row) if isinstance(row, dict) else {} for name, row in configs.items()}
+    metrics = {
+        name: row.get("metrics", row) if isinstance(row, dict) else {} for name, row in configs.items()
+    }
     names = list(dict.fromkeys(m for row in metrics.values() for m in row))
     speed = any(isinstance(row, dict) and "queries_per_second" in row for row in configs.values())
     rows = [
@@ -89,10 +93,15 @@ def _from_json(run: EvalRun, data: Any) -> EvalReport:
     ]
     summary = {k: str(data[k]) for k in ("dataset", "split", "queries", "embedder", "chunker") if k in data}
     warnings = [
-        f"{config}: {w}" for config, row in configs.items() if isinstance(row, dict) for w in row.get("warnings", [])
+        f"{config}: {w}"
+        for config, row in configs.items()
+        if isinstance(row, dict)
+        for w in row.get("warnings", [])
     ]
     title = f"{summary.get('dataset', run.name)} ({summary.get('split', '?')})"
-    return EvalReport(run, title, summary, ["config", *names, *(["queries/s"] if speed else [])], rows, warnings)
+    return EvalReport(
+        run, title, summary, ["config", *names, *(["queries/s"] if speed else [])], rows, warnings
+    )
 
 
 def _from_markdown(run: EvalRun, text: str) -> EvalReport:

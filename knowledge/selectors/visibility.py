@@ -92,7 +92,9 @@ def _tenant(q: VisibilityQuestion) -> HiddenReason | None:
 def _deleted(q: VisibilityQuestion) -> HiddenReason | None:
     if q.document.deleted_at is None:
         return None
-    return HiddenReason("deleted", f"the document was soft-deleted at {q.document.deleted_at:%Y-%m-%d %H:%M} UTC")
+    return HiddenReason(
+        "deleted", f"the document was soft-deleted at {q.document.deleted_at:%Y-%m-%d %H:%M} UTC"
+    )
 
 
 def _environment(q: VisibilityQuestion) -> HiddenReason | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -41,10 +42,14 @@ def world() -> World:
     users["erin"].groups.add(groups["eng"])
     users["hana"].groups.add(groups["hr"], groups["eng"])
 
-    def doc(external_id: str, **options: object) -> Document:
+    def doc(external_id: str, **options: Any) -> Document:
         return document_upsert(
-            connector=connector, external_id=external_id, title=external_id, content=f"zebra {external_id}", **options
-        ).document  # type: ignore[arg-type]
+            connector=connector,
+            external_id=external_id,
+            title=external_id,
+            content=f"zebra {external_id}",
+            **options,
+        ).document
 
     docs = {
         "public": doc("public", is_public=True),
@@ -123,7 +128,9 @@ def test_the_verdict_agrees_with_the_search_itself(world: World) -> None:
         if user is not None and user.tenant_id != tenant.pk:
             continue  # another tenant's user searches its own tenant: covered by the tenant reason
         scope = search_scope(
-            tenant=tenant, user_external_id=user.external_id if user else None, environment=env.slug if env else None
+            tenant=tenant,
+            user_external_id=user.external_id if user else None,
+            environment=env.slug if env else None,
         )
         found = {hit.document_id for hit in search_chunks(scope=scope, query_text="zebra", limit=50).hits}
         for doc in world.docs.values():

@@ -56,7 +56,7 @@ def test_list_detail_and_chart_of_a_real_run(staff: Client, saved_run: Path) -> 
     assert [row[0] for row in report.rows] == ["keyword", "hybrid"]
     assert report.summary["dataset"] == "fixture" and report.summary["embedder"] == "hashing-sha256-384"
     html = detail.content.decode()
-    assert '<img src="/evals/run/chart.png"' in html and "<th scope=\"row\">hybrid</th>" in html
+    assert '<img src="/evals/run/chart.png"' in html and '<th scope="row">hybrid</th>' in html
     chart = staff.get("/evals/run/chart.png")
     assert chart.status_code == 200 and chart["Content-Type"] == "image/png"
     assert b"".join(chart.streaming_content)[:8] == b"\x89PNG\r\n\x1a\n"  # type: ignore[attr-defined]
@@ -65,7 +65,10 @@ def test_list_detail_and_chart_of_a_real_run(staff: Client, saved_run: Path) -> 
 def test_a_markdown_only_run_shows_its_table(staff: Client, saved_run: Path) -> None:
     (saved_run / "run.json").unlink()
     report = staff.get("/evals/run/").context["report"]
-    assert report.header[:2] == ["config", "recall@5"] and [r[0] for r in report.rows] == ["keyword", "hybrid"]
+    assert report.header[:2] == ["config", "recall@5"] and [r[0] for r in report.rows] == [
+        "keyword",
+        "hybrid",
+    ]
     assert report.title == "fixture (test)" and not report.problem
 
 

@@ -1,4 +1,4 @@
-"""The search playground: staff only, the API's scope and search, escaped highlighted snippets, clear errors."""
+"""The search playground: staff only, the API's scope and search, escaped highlighted snippets."""
 
 from __future__ import annotations
 
@@ -66,7 +66,9 @@ def test_personas_see_what_the_api_would_show_them(staff: Client, seeded: None) 
     assert "Salary bands 2026" not in titles(search(staff, q=query))
     assert titles(search(staff, q=query, identity="bypass"))[0] == "Salary bands 2026"
     # The API with a key that may search on behalf of hana returns the same chunks in the same order.
-    _, plain = ApiKey.issue(tenant=Tenant.objects.get(slug="primary"), name="t", scopes=["search"], on_behalf_of=True)
+    _, plain = ApiKey.issue(
+        tenant=Tenant.objects.get(slug="primary"), name="t", scopes=["search"], on_behalf_of=True
+    )
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {plain}")
     body = api.post(
@@ -122,16 +124,20 @@ def test_document_text_is_escaped_never_injected(staff: Client, seeded: None) ->
 
 def test_bad_input_is_a_form_error_not_a_500(staff: Client, seeded: None) -> None:
     acme_user = user_id("sam@acme.example", tenant="acme")
-    for params, field in [
+    cases: list[tuple[dict[str, Any], str]] = [
         ({"q": "x", "identity": acme_user}, "identity"),
         ({"q": "x", "top_k": "0"}, "top_k"),
         ({"q": "x", "top_k": "many"}, "top_k"),
         ({"q": "x", "tenant": "nope"}, "tenant"),
         ({"q": "x", "identity": "user:999999"}, "identity"),
         ({"q": "x", "environment": "999999"}, "environment"),
-        ({"q": "x", "connectors": [str(Connector.objects.get(tenant__slug="acme", name="api").pk)]}, "connectors"),
+        (
+            {"q": "x", "connectors": [str(Connector.objects.get(tenant__slug="acme", name="api").pk)]},
+            "connectors",
+        ),
         ({"q": "   "}, "q"),
-    ]:
+    ]
+    for params, field in cases:
         response = search(staff, **params)
         assert response.context["outcome"] is None
         assert response.context["form"].errors.get(field), (params, response.context["form"].errors)

@@ -49,7 +49,9 @@ def test_verdicts_for_a_chosen_user(staff: Client) -> None:
 
 
 def test_bad_panel_input_is_explained_not_a_500(staff: Client) -> None:
-    assert "unknown environment" in page(staff, "eng/oncall", visible_to="erin@example.com", visible_in="mars")
+    assert "unknown environment" in page(
+        staff, "eng/oncall", visible_to="erin@example.com", visible_in="mars"
+    )
     html = page(staff, "eng/oncall", visible_to="<script>x</script>")
     assert "<script>x</script>" not in html and "&lt;script&gt;" in html
     response = staff.get("/admin/knowledge/document/not-a-number/change/")
