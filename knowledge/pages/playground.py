@@ -16,7 +16,7 @@ from knowledge.selectors.scopes import search_scope
 from knowledge.selectors.search import SearchHit, search_chunks
 
 PUBLIC, BYPASS = "public", "bypass"
-MAX_TOP_K = 100
+DEFAULT_TOP_K, MAX_TOP_K = 10, 100
 
 
 class TenantTagged:
@@ -84,7 +84,9 @@ class PlaygroundForm(forms.Form):
         widget=TaggedSelect,
         empty_label="(every environment)",
     )
-    top_k = forms.IntegerField(label="top_k", min_value=1, max_value=MAX_TOP_K, initial=10)
+    top_k = forms.IntegerField(
+        label="top_k", min_value=1, max_value=MAX_TOP_K, initial=DEFAULT_TOP_K, required=False
+    )
     q = forms.CharField(label="Query", max_length=2000, strip=True)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -93,6 +95,10 @@ class PlaygroundForm(forms.Form):
         widget = self.fields["identity"].widget
         assert isinstance(widget, TaggedSelect)
         widget.tenant_of = {f"user:{pk}": slug for pk, slug in users}
+
+    def clean_top_k(self) -> int:
+        value: int | None = self.cleaned_data["top_k"]
+        return DEFAULT_TOP_K if value is None else value
 
     def clean_identity(self) -> Principal | str:
         value: str = self.cleaned_data["identity"]

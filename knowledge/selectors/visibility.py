@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.db.models import Prefetch
 
@@ -64,6 +64,10 @@ class VisibilityQuestion:
     environment: Environment | None
     user_tokens: frozenset[str]
     document_tokens: frozenset[str]
+    labels: dict[str, str] = field(default_factory=dict)  # token -> "u:5 (hana@example.com)"
+
+    def describe(self, tokens: frozenset[str]) -> str:
+        return ", ".join(self.labels.get(t, t) for t in sorted(tokens)) or "nobody"
 
 
 @dataclass(frozen=True)
@@ -114,8 +118,8 @@ def _acl(q: VisibilityQuestion) -> HiddenReason | None:
     who = q.user.external_id if q.user else "a search with no user"
     return HiddenReason(
         "acl",
-        f"no matching ACL token: {who} carries {', '.join(sorted(q.user_tokens))}; the document allows "
-        f"{', '.join(sorted(q.document_tokens)) or 'nobody'}",
+        f"no matching ACL token: {who} carries {q.describe(q.user_tokens)}; the document allows "
+        f"{q.describe(q.document_tokens)}",
     )
 
 
@@ -126,6 +130,15 @@ VISIBILITY_CHECKS: tuple[Callable[[VisibilityQuestion], HiddenReason | None], ..
     _environment,
     _acl,
 )
+
+
+def _token_labels(tokens: frozenset[str]) -> dict[str, str]:
+    """`u:5` -> `u:5 (hana@example.com)`, `g:1` -> `g:1 (group engineering)`."""
+    ids = [int(t[2:]) for t in tokens if t[:2] in ("u:", "g:") and t[2:].isdigit()]
+    return {
+        p.acl_token: f"{p.acl_token} ({'group ' if p.kind == Principal.Kind.GROUP else ''}{p.external_id})"
+        for p in Principal.objects.filter(pk__in=ids)
+    }
 
 
 def document_visibility(
@@ -139,12 +152,14 @@ def document_visibility(
         if user is not None
         else frozenset({PUBLIC_TOKEN})
     )
+    document_tokens = frozenset(document_acl_tokens(document=document))
     question = VisibilityQuestion(
         document=document,
         user=user,
         environment=environment,
         user_tokens=tokens,
-        document_tokens=frozenset(document_acl_tokens(document=document)),
+        document_tokens=document_tokens,
+        labels=_token_labels(tokens | document_tokens),
     )
     reasons = [reason for check in VISIBILITY_CHECKS if (reason := check(question)) is not None]
     return Visibility(question, reasons, sorted(tokens & question.document_tokens))

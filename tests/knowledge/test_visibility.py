@@ -105,7 +105,8 @@ def test_each_reason_is_named(world: World) -> None:
 def test_messages_say_what_to_look_at(world: World) -> None:
     verdict = document_visibility(document=world.docs["hana-only"], user=world.users["erin"])
     message = verdict.reasons[0].message
-    assert "erin@example.com" in message and f"u:{world.users['hana'].pk}" in message
+    assert "erin@example.com" in message and f"u:{world.users['hana'].pk} (hana@example.com)" in message
+    assert f"{world.groups['eng'].acl_token} (group eng)" in message
     outsider = document_visibility(document=world.docs["public"], user=world.users["outsider"])
     assert world.users["outsider"].tenant.slug in outsider.reasons[0].message
     seen = document_visibility(document=world.docs["eng-prod"], user=world.users["hana"])

@@ -86,6 +86,8 @@ def test_environment_connectors_and_top_k_narrow_the_search(staff: Client, seede
     folder = Connector.objects.get(tenant__slug="primary", name="handbook-folder")
     assert titles(search(staff, q="vacation", connectors=[folder.pk])) == []
     assert len(titles(search(staff, q="vacation", top_k="1"))) == 1
+    linked = staff.get(URL, {"tenant": "primary", "identity": "public", "q": "vacation"})  # top_k left out
+    assert linked.context["outcome"] is not None and linked.context["form"].cleaned_data["top_k"] == 10
 
 
 def _env(slug: str) -> str:
@@ -116,7 +118,16 @@ def test_document_text_is_escaped_never_injected(staff: Client, seeded: None) ->
         source_url="javascript:alert(1)",
         is_public=True,
     )
+    document_upsert(
+        connector=connector,
+        external_id="cited",
+        title="Cited",
+        content="quokka habitats",
+        source_url="https://wiki.example.com/quokka?a=1&b=2",
+        is_public=True,
+    )
     html = search(staff, q="quokka <script>").content.decode()
+    assert 'href="https://wiki.example.com/quokka?a=1&amp;b=2"' in html
     assert "<script>alert" not in html and "<img src=x" not in html
     assert "&lt;<mark>script</mark>&gt;alert(&#x27;x&#x27;)&lt;/<mark>script</mark>&gt;" in html
     assert 'href="javascript:' not in html and "<mark>quokka</mark>" in html
