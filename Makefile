@@ -1,8 +1,11 @@
 # The README's two commands are `make run` and `make test`; the rest are their steps.
-.PHONY: install services migrate run test lint stop
+.PHONY: install browser services migrate run test lint stop
 
 install:
 	scripts/bootstrap.sh
+
+browser: install
+	scripts/bootstrap.sh --with-browser
 
 services: install
 	scripts/services.sh up
@@ -19,14 +22,15 @@ lint: install
 	.venv/bin/ruff format --check .
 	.venv/bin/mypy .
 
-test: services
+# The fixture evals run inside pytest's test database (tests/evals/test_command.py checks the baseline),
+# never in the serving database of DATABASE_URL.
+test: services browser
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
 	.venv/bin/python manage.py makemigrations --check --dry-run
 	.venv/bin/mypy .
 	.venv/bin/python manage.py migrate --no-input -v 0
-	KNOWLEDGE_EMBEDDER=hashing .venv/bin/python manage.py evals retrieval --baseline tests/fixtures/retrieval/baseline.json
-	OPENSEARCH_REQUIRED=1 .venv/bin/pytest
+	OPENSEARCH_REQUIRED=1 BROWSER_REQUIRED=1 .venv/bin/pytest
 
 stop:
 	-[ -f .services/celery/worker.pid ] && kill $$(cat .services/celery/worker.pid)

@@ -22,16 +22,21 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    # Before staticfiles: `runserver` leaves static files to WhiteNoise, as every other server does.
+    "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "knowledge",
     "retrieval_backends",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files in every mode (DEBUG or not, runserver or gunicorn), from STATIC_ROOT after collectstatic.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -151,6 +156,12 @@ SPECTACULAR_SETTINGS = {
     "SERVE_AUTHENTICATION": [],
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "COMPONENT_SPLIT_REQUEST": True,
+    # Swagger UI from our own static files (drf-spectacular-sidecar): no CDN, works offline. (No ReDoc:
+    # its sidebar always loads a logo from a CDN.)
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    # No online validator badge (it would send the schema URL to validator.swagger.io).
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
 }
 
 # --- Auth, i18n, static ------------------------------------------------------------------------------
@@ -164,6 +175,16 @@ USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# `manage.py collectstatic` (make run does it) fills STATIC_ROOT with hashed, compressed copies that
+# WhiteNoise serves with far-future cache headers.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+
+# --- Staff pages (playground, eval reports) ---------------------------------------------------------
+# Saved `manage.py evals retrieval --json/--markdown` reports (and their PNG charts) listed at /evals/.
+KNOWLEDGE_EVAL_REPORTS_DIR = BASE_DIR / env.str("KNOWLEDGE_EVAL_REPORTS_DIR", default="eval-reports")
 
 LOGGING = {
     "version": 1,

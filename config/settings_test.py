@@ -3,3 +3,7 @@
 from config.settings import *  # noqa: F403
 
 KNOWLEDGE_EMBEDDER = "hashing"
+
+# Test-client tests render pages without a collectstatic: unhashed static URLs. The browser tests collect
+# static files with the production storage (tests/browser/conftest.py) and serve them through WhiteNoise.
+STORAGES = {**STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}  # noqa: F405

@@ -1,4 +1,4 @@
-"""URL routes: the admin site, the v1 REST API, and its OpenAPI schema and docs."""
+"""URL routes: the admin site and staff pages, the v1 REST API, and its OpenAPI schema and docs."""
 
 from django.contrib import admin
 from django.urls import include, path
@@ -8,6 +8,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
     path("admin/", admin.site.urls),
+    path("", include("knowledge.pages.urls")),
     path("api/v1/", include("knowledge.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

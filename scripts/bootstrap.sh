@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Creates .venv, installs the project and its dev tools, and writes .env with a fresh secret key.
-# Idempotent: re-installs only when pyproject.toml changed.
+# With --with-browser also installs Debian's chromium for the browser tests (make test does that).
+# Idempotent: re-installs only when pyproject.toml changed; installs chromium only when it is missing.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
@@ -30,4 +31,12 @@ if [ ! -f .env ]; then
   secret="$(.venv/bin/python -c 'import secrets; print(secrets.token_urlsafe(48))')"
   sed "s|^DJANGO_SECRET_KEY=.*|DJANGO_SECRET_KEY=$secret|" .env.example > .env
   echo "[bootstrap] wrote .env (edit it to point at your own PostgreSQL/Redis)"
+fi
+
+# The browser tests drive Debian's Chromium with Playwright (which cannot download its own browser here).
+if [ "${1:-}" = "--with-browser" ] && [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
+  [ "$(id -u)" -eq 0 ] || { echo "[bootstrap] chromium is missing; run: sudo apt-get install chromium" >&2; exit 1; }
+  echo "[bootstrap] installing chromium from Debian (for the browser tests; log: .venv/chromium.log)"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } > .venv/chromium.log 2>&1 \
+    || { tail -n 30 .venv/chromium.log; echo "[bootstrap] chromium install failed" >&2; exit 1; }
 fi

@@ -9,6 +9,7 @@ scripts/bootstrap.sh
 scripts/services.sh up core
 PY=.venv/bin/python
 $PY manage.py migrate --no-input -v 0
+$PY manage.py collectstatic --no-input -v 0
 DEMO="$($PY manage.py seed_demo --api-key-file .services/demo-api-key)"
 echo "$DEMO" | grep -v "API key"
 KEY="$(echo "$DEMO" | sed -n 's/^demo API key (tenant primary): //p')"

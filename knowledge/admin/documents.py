@@ -7,10 +7,11 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 
 from knowledge.admin.base import ServiceDeleteAdmin, actor, limit_choices
 from knowledge.models import Chunk, Document, Principal
+from knowledge.pages.panels import visibility_panel_context
 from knowledge.services.documents import (
     document_clear_acl_override,
     document_hard_delete,
@@ -109,6 +110,13 @@ class DocumentAdmin(ServiceDeleteAdmin):
         "created_at",
         "updated_at",
     )
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
+    ) -> HttpResponse:
+        # The "Who can see this?" panel (templates/admin/knowledge/document/change_form.html).
+        panel = visibility_panel_context(request=request, object_id=object_id)
+        return super().change_view(request, object_id, form_url, {**(extra_context or {}), **panel})
 
     def get_readonly_fields(self, request: HttpRequest, obj: Document | None = None) -> list[str]:
         if obj is None:

@@ -41,6 +41,25 @@ def connectors_by_id(
     return tuple(sorted(found))
 
 
+def search_scope(
+    *,
+    tenant: Tenant,
+    user_external_id: str | None = None,
+    bypass_acl: bool = False,
+    environment: str | None = None,
+    connector_ids: Sequence[int] | None = None,
+) -> SearchScope:
+    """What `user_external_id` (None: public only) may search in the tenant; the API and the playground."""
+    env = environment_by_slug(tenant=tenant, slug=environment)
+    return SearchScope(
+        tenant_id=tenant.pk,
+        principal_tokens=principal_tokens(tenant=tenant, user_external_id=user_external_id),
+        bypass_acl=bypass_acl,
+        environment_id=env.pk if env else None,
+        connector_ids=connectors_by_id(tenant=tenant, connector_ids=connector_ids),
+    )
+
+
 def search_scope_for_key(
     *,
     key: ApiKey,
@@ -59,11 +78,10 @@ def search_scope_for_key(
     user = (
         on_behalf_of if on_behalf_of is not None else (key.principal.external_id if key.principal else None)
     )
-    env = environment_by_slug(tenant=tenant, slug=environment)
-    return SearchScope(
-        tenant_id=tenant.pk,
-        principal_tokens=principal_tokens(tenant=tenant, user_external_id=user),
+    return search_scope(
+        tenant=tenant,
+        user_external_id=user,
         bypass_acl=bypass_acl,
-        environment_id=env.pk if env else None,
-        connector_ids=connectors_by_id(tenant=tenant, connector_ids=connector_ids),
+        environment=environment,
+        connector_ids=connector_ids,
     )

@@ -1,0 +1,61 @@
+"""Staff pages beside the admin: the search playground and the saved eval reports (thin views)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import admin
+from django.contrib.admin.views.decorators import staff_member_required
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from knowledge.errors import KnowledgeError, NotFound
+from knowledge.pages.playground import PlaygroundForm, PlaygroundOutcome, playground_search
+from knowledge.selectors.eval_reports import eval_report_get, eval_run_get, eval_run_list
+
+
+def _page(request: HttpRequest, template: str, title: str, **context: object) -> HttpResponse:
+    return render(request, template, {**admin.site.each_context(request), "title": title, **context})
+
+
+@staff_member_required
+def playground(request: HttpRequest) -> HttpResponse:
+    """GET only: the form's fields are the URL's parameters, so a search can be linked and re-run.
+
+    Without a query the parameters only preselect choices (e.g. `?tenant=acme`).
+    """
+    searching = "q" in request.GET
+    form = PlaygroundForm(request.GET) if searching else PlaygroundForm(initial=request.GET.dict())
+    outcome: PlaygroundOutcome | None = None
+    if form.is_valid():
+        try:
+            outcome = playground_search(data=form.cleaned_data)
+        except KnowledgeError as exc:
+            form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+    return _page(request, "knowledge/playground.html", "Search playground", form=form, outcome=outcome)
+
+
+@staff_member_required
+def eval_reports(request: HttpRequest) -> HttpResponse:
+    folder = settings.KNOWLEDGE_EVAL_REPORTS_DIR
+    runs = eval_run_list(folder=folder)
+    return _page(request, "knowledge/eval_reports.html", "Retrieval eval reports", runs=runs, folder=folder)
+
+
+@staff_member_required
+def eval_report(request: HttpRequest, name: str) -> HttpResponse:
+    try:
+        report = eval_report_get(folder=settings.KNOWLEDGE_EVAL_REPORTS_DIR, name=name)
+    except NotFound as exc:
+        raise Http404(exc.message) from None
+    return _page(request, "knowledge/eval_report.html", f"Eval report {report.title}", report=report)
+
+
+@staff_member_required
+def eval_chart(request: HttpRequest, name: str) -> FileResponse:
+    try:
+        chart = eval_run_get(folder=settings.KNOWLEDGE_EVAL_REPORTS_DIR, name=name).chart
+    except NotFound as exc:
+        raise Http404(exc.message) from None
+    if chart is None:
+        raise Http404(f"the eval report {name!r} has no chart")
+    return FileResponse(chart.open("rb"), content_type="image/png")
