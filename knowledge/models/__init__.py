@@ -4,6 +4,7 @@ from knowledge.models.api_keys import ApiKey
 from knowledge.models.connectors import Connector
 from knowledge.models.documents import Chunk, ChunkEmbedding, Document
 from knowledge.models.embedding_state import ActiveEmbedder, ReindexJob
+from knowledge.models.index_sync import IndexTombstone, SyncRun
 from knowledge.models.keyword_stats import KeywordStatistics, KeywordTerm
 from knowledge.models.principals import Principal
 from knowledge.models.tenancy import Environment, Tenant
@@ -16,9 +17,11 @@ __all__ = [
     "Connector",
     "Document",
     "Environment",
+    "IndexTombstone",
     "KeywordStatistics",
     "KeywordTerm",
     "Principal",
     "ReindexJob",
+    "SyncRun",
     "Tenant",
 ]

@@ -7,7 +7,8 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.core.exceptions import ValidationError
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
+from django.db.models.functions import Now
 from pgvector.django import VectorField
 
 from knowledge.models.connectors import Connector
@@ -72,6 +73,13 @@ class Document(models.Model):
     source_updated_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Index sync: bumped by triggers on every mirrored change; the version last pushed; push failures.
+    index_version = models.BigIntegerField(default=1, db_default=1, editable=False)
+    synced_version = models.BigIntegerField(default=0, db_default=0, editable=False)
+    index_changed_at = models.DateTimeField(db_default=Now(), editable=False)
+    sync_error = models.TextField(blank=True, default="", db_default="", editable=False)
+    sync_attempts = models.PositiveIntegerField(default=0, db_default=0, editable=False)
+    sync_retry_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["tenant__slug", "connector__name", "external_id"]
@@ -81,7 +89,15 @@ class Document(models.Model):
                 condition=models.Q(content_hash__regex=r"^[0-9a-f]{64}$"), name="document_content_hash_sha256"
             ),
         ]
-        indexes = [models.Index(fields=["tenant", "connector"], name="document_tenant_connector")]
+        indexes = [
+            models.Index(fields=["tenant", "connector"], name="document_tenant_connector"),
+            # The reconciler's queue: dirty documents, oldest change first.
+            models.Index(
+                fields=["index_changed_at", "id"],
+                name="document_dirty",
+                condition=Q(index_version__gt=F("synced_version")),
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.title or self.external_id
@@ -89,6 +105,10 @@ class Document(models.Model):
     @property
     def is_deleted(self) -> bool:
         return self.deleted_at is not None
+
+    @property
+    def index_dirty(self) -> bool:
+        return self.index_version > self.synced_version
 
     @property
     def acl_overridden(self) -> bool:

@@ -84,14 +84,14 @@ def _check_text(source: SourceDocument) -> None:
         raise PayloadTooLarge(
             f"content has {len(source.content)} characters; the limit is {limit}", field="content"
         )
-    if not source.content.strip():
+    if not source.content:
         raise InvalidInput("content is empty", field="content")
     for name in ("external_id", "content", "title", "source_url"):
         if "\x00" in getattr(source, name):
             raise InvalidInput(
                 "must not contain NUL characters", field=name if name != "external_id" else "id"
             )
-    if not source.external_id.strip():
+    if not source.external_id:
         raise InvalidInput("a document needs a non-empty id", field="id")
 
 
