@@ -25,6 +25,7 @@ INSTALLED_APPS = [
     # Before staticfiles: `runserver` leaves static files to WhiteNoise, as every other server does.
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    "django.contrib.humanize",
     "django.contrib.postgres",
     "rest_framework",
     "drf_spectacular",
@@ -83,8 +84,18 @@ CELERY_TASK_SOFT_TIME_LIMIT = cfg.positive_int("CELERY_TASK_SOFT_TIME_LIMIT", 84
 CELERY_TASK_ALWAYS_EAGER = cfg.boolean("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_RESULT_EXPIRES = 3600
+# A broker outage must never fail (or stall) the write that enqueues a speed-up task: one quick attempt.
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2}
+KNOWLEDGE_RECONCILE_SECONDS = cfg.positive_float("KNOWLEDGE_RECONCILE_SECONDS", 5.0)
 CELERY_BEAT_SCHEDULE = {
     "sync-due-connectors": {"task": "knowledge.tasks.sync_due_connectors", "schedule": 60.0},
+    # Pushes whatever the on-commit tasks missed (the change log is in PostgreSQL).
+    "reconcile-index": {
+        "task": "knowledge.tasks.reconcile_index",
+        "schedule": KNOWLEDGE_RECONCILE_SECONDS,
+        "options": {"expires": KNOWLEDGE_RECONCILE_SECONDS * 2},
+    },
 }
 
 # --- Retrieval ---------------------------------------------------------------------------------------

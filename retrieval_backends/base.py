@@ -45,6 +45,8 @@ class KnowledgeRetrievalBackend:
     requires_result_verification: bool = False
     #: True when the backend keeps its own copy of documents that the sync hooks must update.
     requires_index_sync: bool = False
+    #: True when the sync hooks need each document's chunks and vectors, not only its filters.
+    mirrors_content: bool = False
     #: Short name used in messages and health reports.
     name: str = "base"
 
@@ -166,11 +168,26 @@ class KnowledgeRetrievalBackend:
         raise NotImplementedError("subclasses of KnowledgeRetrievalBackend must provide health()")
 
     # --- sync hooks (no-ops where PostgreSQL is the index) -------------------------------------------
-    def sync_document_access(self, states: Sequence[DocumentState]) -> None:
-        """Push ACL/environment/deletion state of documents to the index. Idempotent."""
+    def sync_document_access(self, states: Sequence[DocumentState]) -> dict[int, str]:
+        """Make the index hold exactly these documents' states (absolute, never deltas). Idempotent:
+        pushing the same state twice changes nothing, and a push never blanks a field.
 
-    def sync_document_deletions(self, document_ids: Sequence[int]) -> None:
-        """Remove these documents from the index. Idempotent; missing ones are ignored."""
+        :returns: document id -> error for documents that could not be written (the rest were).
+        :raises BackendUnavailable: when the index cannot be reached at all (retry later).
+        """
+        return {}
+
+    def sync_document_deletions(self, document_ids: Sequence[int]) -> dict[int, str]:
+        """Remove these documents (all their chunks) from the index. Idempotent; missing ones are fine.
+
+        :returns: document id -> error for deletions that failed.
+        :raises BackendUnavailable: when the index cannot be reached at all.
+        """
+        return {}
+
+    def delete_documents_chunks(self, document_ids: Sequence[int]) -> int:
+        """Delete every chunk (and vector) of these documents; returns how many chunks went."""
+        return sum(self.delete_document_chunks(document_id) for document_id in document_ids)
 
 
 FLOAT32_TINY, FLOAT32_MAX = 1.1754944e-38, 3.4028234e38  # smallest normal and largest 32-bit floats

@@ -98,8 +98,23 @@ class NeighborAnchor:
 
 
 @dataclass(frozen=True, kw_only=True)
+class MirroredChunk:
+    """One chunk as an external index mirrors it, with its vectors by model."""
+
+    chunk_id: int
+    chunk_index: int
+    content: str
+    language: str
+    vectors: dict[str, tuple[float, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
 class DocumentState:
-    """What an external index must mirror about a document (ACL, environment, deletion)."""
+    """What an external index must mirror about a document: its absolute state, never a delta.
+
+    `chunks` is filled for backends that mirror content (`mirrors_content`); it is then the complete
+    set of the document's chunks, so chunks the index holds beyond it are stale and must go.
+    """
 
     document_id: int
     tenant_id: int
@@ -107,4 +122,6 @@ class DocumentState:
     environment_id: int | None
     acl_tokens: tuple[str, ...]
     is_deleted: bool
+    title: str = ""
+    chunks: tuple[MirroredChunk, ...] | None = None
     extra: dict[str, object] = field(default_factory=dict)

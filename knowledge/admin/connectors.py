@@ -5,14 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.contrib.humanize.templatetags.humanize import naturaltime
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from knowledge.admin.base import ServiceDeleteAdmin, limit_choices
-from knowledge.models import Connector, Principal
-from knowledge.services.deletion import connector_delete
+from knowledge.models import Connector, Principal, SyncRun
+from knowledge.selectors.drift import connectors_with_drift
+from knowledge.services.deletion import connector_delete, connector_purge_run
 from knowledge.services.edits import connector_apply_default_acl
+from knowledge.services.enqueue import send_task
 
 
 class ConnectorForm(forms.ModelForm):  # type: ignore[type-arg]
@@ -34,15 +37,61 @@ class ConnectorForm(forms.ModelForm):  # type: ignore[type-arg]
         return data
 
 
+RUN_FIELDS = (
+    "kind",
+    "status",
+    "started_at",
+    "finished_at",
+    "added",
+    "updated",
+    "unchanged",
+    "deleted",
+    "errors",
+    "processed",
+    "total",
+    "error_text",
+)
+
+
+class SyncRunInline(admin.TabularInline):  # type: ignore[type-arg]
+    model = SyncRun
+    fields = RUN_FIELDS
+    readonly_fields = RUN_FIELDS
+    extra = 0
+    max_num = 0
+    can_delete = False
+    ordering = ["-started_at", "-pk"]
+    verbose_name_plural = "Runs (newest first)"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[SyncRun]:
+        return super().get_queryset(request).order_by("-started_at", "-pk")
+
+
 @admin.register(Connector)
 class ConnectorAdmin(ServiceDeleteAdmin):
     form = ConnectorForm
-    list_display = ["name", "tenant", "kind", "environment", "enabled", "last_sync_status", "last_synced_at"]
+    inlines = [SyncRunInline]
+    list_display = [
+        *("name", "tenant", "kind", "environment", "enabled", "last_sync_status", "last_synced_at"),
+        "index_drift",
+    ]
     list_filter = ["tenant", "kind", "enabled", "last_sync_status"]
     search_fields = ["name"]
     filter_horizontal = ["default_principals"]
     readonly_fields = ["last_sync_status", "last_synced_at", "last_sync_error_count", "last_sync_error"]
-    actions = ["enable", "disable", "sync_now"]
+    actions = ["enable", "disable", "sync_now", "full_resync", "purge_documents"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Connector]:
+        return connectors_with_drift(super().get_queryset(request))
+
+    @admin.display(description="Index drift")
+    def index_drift(self, obj: Connector) -> str:
+        dirty, tombstones = getattr(obj, "dirty", 0), getattr(obj, "tombstones", 0)
+        if not dirty and not tombstones:
+            return "in sync"
+        oldest = getattr(obj, "oldest_dirty", None)
+        age = f", oldest {naturaltime(oldest)}" if oldest else ""
+        return f"{dirty} dirty, {tombstones} deletions pending{age}"
 
     def get_readonly_fields(self, request: HttpRequest, obj: Connector | None = None) -> list[str]:
         fixed = ["tenant", "kind"] if obj is not None else []  # a connector never changes tenant
@@ -64,14 +113,34 @@ class ConnectorAdmin(ServiceDeleteAdmin):
         count = connector_delete(connector=obj)
         return f"{obj}: deleted with its {count} document(s), their chunks and vectors."
 
-    @admin.action(description="Sync selected connectors now (on a Celery worker)")
-    def sync_now(self, request: HttpRequest, queryset: QuerySet[Connector]) -> None:
+    def _queue(self, request: HttpRequest, queryset: QuerySet[Connector], full: bool) -> None:
         from knowledge.tasks import sync_connector
 
         pull = [c for c in queryset if c.pulls]
-        for connector in pull:
-            sync_connector.delay(connector.pk)
-        self.message_user(request, f"{len(pull)} connector sync(s) queued.")
+        sent = sum(send_task(sync_connector, c.pk, full) for c in pull)
+        self.message_user(request, f"{sent} of {len(pull)} pull connector sync(s) queued.")
+        if sent < len(pull):
+            self.message_user(request, "The task queue is unavailable; try again shortly.", messages.ERROR)
+
+    @admin.action(description="Sync selected connectors now (on a Celery worker)")
+    def sync_now(self, request: HttpRequest, queryset: QuerySet[Connector]) -> None:
+        self._queue(request, queryset, full=False)
+
+    @admin.action(description="Full resync: re-list the source and re-push every document to the index")
+    def full_resync(self, request: HttpRequest, queryset: QuerySet[Connector]) -> None:
+        self._queue(request, queryset, full=True)
+
+    @admin.action(description="Purge documents (delete every document of the connector, in batches)")
+    def purge_documents(self, request: HttpRequest, queryset: QuerySet[Connector]) -> None:
+        from knowledge.tasks import purge_connector
+
+        for connector in queryset:
+            run = SyncRun.objects.create(connector=connector, kind=SyncRun.Kind.PURGE)
+            if not send_task(purge_connector, connector.pk, run.pk):
+                connector_purge_run(connector_id=connector.pk, run_id=run.pk)  # no broker: do it here
+        self.message_user(
+            request, f"{queryset.count()} purge(s) started; progress is in each connector's runs."
+        )
 
     @admin.action(description="Enable selected connectors")
     def enable(self, request: HttpRequest, queryset: QuerySet[Connector]) -> None:

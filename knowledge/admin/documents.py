@@ -107,6 +107,7 @@ class DocumentAdmin(ServiceDeleteAdmin):
         "source_acl",
         "deleted_at",
         "deletion_origin",
+        "index_sync",
         "created_at",
         "updated_at",
     )
@@ -140,6 +141,14 @@ class DocumentAdmin(ServiceDeleteAdmin):
         if obj.acl_overridden:
             return f"admin override ({obj.acl_override_by or 'admin'}, {obj.acl_override_at:%Y-%m-%d %H:%M})"
         return str(Document.AclOrigin(obj.acl_origin).label)
+
+    @admin.display(description="Index sync")
+    def index_sync(self, obj: Document) -> str:
+        state = f"version {obj.index_version}, pushed {obj.synced_version}"
+        if not obj.index_dirty:
+            return f"in sync ({state})"
+        error = f"; last error ({obj.sync_attempts} attempts): {obj.sync_error}" if obj.sync_error else ""
+        return f"waiting to be pushed ({state}){error}"
 
     @admin.display(description="Source ACL")
     def source_acl(self, obj: Document) -> str:

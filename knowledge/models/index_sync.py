@@ -23,6 +23,7 @@ class IndexTombstone(models.Model):
     created_at = models.DateTimeField(db_default=Now())
     attempts = models.PositiveIntegerField(default=0, db_default=0)
     last_error = models.TextField(blank=True, default="", db_default="")
+    retry_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["created_at", "document_id"]

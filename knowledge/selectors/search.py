@@ -29,6 +29,7 @@ from retrieval_backends.types import LaneHit, SearchScope
 LANES = ("vector", "keyword")
 LANE_THREADS = 4
 RERANK_POOL_FACTOR = 3
+VERIFY_REFILLS = 2  # re-asks of a lane whose hits verification thinned out (4x, then 16x the depth)
 _executor = ThreadPoolExecutor(max_workers=LANE_THREADS, thread_name_prefix="search-lane")
 
 
@@ -228,20 +229,13 @@ def search_chunks(
     if scope.sees_nothing:
         return SearchResult(hits=[], warnings=warnings)
     depth = max(limit, candidates or settings.KNOWLEDGE_CANDIDATES_PER_LANE)
-    calls: dict[str, Callable[[], list[LaneHit]]] = {}
     vq = None
     if "vector" in lanes:
         vq = _vector_query(backend, scope, query_text, query_embedding, warnings)
-        if vq is not None:
-            vector = vq
-            calls["vector"] = lambda: backend.vector_search(
-                scope, vector.vector, vector.dimensions, depth, model=vector.model
-            )
-    if "keyword" in lanes and query_text is not None:
-        calls["keyword"] = _keyword_call(backend, scope, query_text, depth, warnings)
-    lane_hits = _run_lanes(backend, calls, warnings)
+    make_calls = _lane_calls(backend, scope, lanes, query_text, vq, warnings)
+    lane_hits = _run_lanes(backend, make_calls(depth), warnings)
     if backend.requires_result_verification:
-        lane_hits = verify_lanes(scope, lane_hits)
+        lane_hits = _verified(backend, scope, make_calls, depth, lane_hits, warnings)
     fuser = stages.fuser or get_fuser()
     query = Query(text=query_text, embedding=tuple(vq.vector) if vq else None, model=vq.model if vq else None)
     return SearchResult(
@@ -249,6 +243,55 @@ def search_chunks(
         warnings=warnings,
         lanes={name: len(hits) for name, hits in lane_hits.items()},
     )
+
+
+LaneCalls = Callable[[int], dict[str, Callable[[], list[LaneHit]]]]
+
+
+def _lane_calls(
+    backend: KnowledgeRetrievalBackend,
+    scope: SearchScope,
+    lanes: Sequence[str],
+    query_text: str | None,
+    vq: _VectorQuery | None,
+    warnings: list[str],
+) -> LaneCalls:
+    """The lanes to run, for a given depth (candidates per lane)."""
+
+    def calls(depth: int) -> dict[str, Callable[[], list[LaneHit]]]:
+        found: dict[str, Callable[[], list[LaneHit]]] = {}
+        if vq is not None:
+            found["vector"] = lambda: backend.vector_search(
+                scope, vq.vector, vq.dimensions, depth, model=vq.model
+            )
+        if "keyword" in lanes and query_text is not None:
+            found["keyword"] = _keyword_call(backend, scope, query_text, depth, warnings)
+        return found
+
+    return calls
+
+
+def _verified(
+    backend: KnowledgeRetrievalBackend,
+    scope: SearchScope,
+    make_calls: LaneCalls,
+    depth: int,
+    lane_hits: dict[str, list[LaneHit]],
+    warnings: list[str],
+) -> dict[str, list[LaneHit]]:
+    """Canonical verification of an external index's hits. Stale hits (deleted, re-permissioned,
+    forged) are dropped, so a lane that came back full but lost hits is asked again for more, until
+    it has `depth` verified hits or has no more to give."""
+    verified, asked = verify_lanes(scope, lane_hits), depth
+    for _ in range(VERIFY_REFILLS):
+        short = [n for n, hits in verified.items() if len(hits) < depth and len(lane_hits[n]) >= asked]
+        if not short:
+            break
+        asked *= 4
+        more = _run_lanes(backend, {n: c for n, c in make_calls(asked).items() if n in short}, warnings)
+        lane_hits.update(more)
+        verified.update(verify_lanes(scope, more))
+    return verified
 
 
 def _keyword_call(

@@ -11,9 +11,16 @@ from django.db import connection, transaction
 
 from knowledge.models import Document, Principal
 from knowledge.services.acl import acl_tokens, document_acl_tokens, tokens_for
+from knowledge.services.enqueue import schedule_index_sync
 from retrieval_backends.types import DocumentState
 
-__all__ = ["acl_tokens", "document_access_sync", "document_acl_tokens", "documents_access_sync"]
+__all__ = [
+    "acl_tokens",
+    "document_access_sync",
+    "document_acl_tokens",
+    "documents_access_sync",
+    "schedule_index_sync",
+]
 
 
 def document_states(*, document_ids: Sequence[int]) -> list[DocumentState]:
@@ -98,13 +105,3 @@ def documents_access_sync(*, document_ids: Iterable[int]) -> int:
 def document_access_sync(*, document: Document) -> int:
     """`documents_access_sync` for one document."""
     return documents_access_sync(document_ids=[document.pk])
-
-
-def schedule_index_sync(document_ids: Iterable[int]) -> None:
-    """After commit, push the documents' state to the retrieval backend (a no-op for PostgreSQL)."""
-    from knowledge.tasks import sync_documents_to_index
-    from retrieval_backends.registry import get_backend
-
-    ids = sorted(set(document_ids))
-    if ids and get_backend().requires_index_sync:
-        transaction.on_commit(lambda: sync_documents_to_index.delay(ids))

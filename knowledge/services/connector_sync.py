@@ -1,14 +1,17 @@
-"""Syncs a pull connector: write what the source has, soft-delete what it no longer lists.
+"""Syncs a pull connector: write what the source has, delete what it no longer lists.
 
 A sync is claimed with a compare-and-set on the connector's status, so two workers never sync the
 same connector at once; a claim older than the task time limit is considered abandoned. A bad item
 (an unreadable file, a failed fetch) is an error on that item and is kept as it is; the rest syncs.
-Documents the source no longer lists are soft-deleted (restorable) only after a complete listing,
-and a listing with nothing at all in it (an unmounted folder) deletes nothing.
+Documents the source no longer lists are deleted (chunks, vectors and, through their tombstones, the
+index) only after a complete listing, and a listing with nothing at all in it (an unmounted folder)
+deletes nothing. A full resync also marks every document dirty, so the index gets all of it again.
+Each run is recorded as a `SyncRun` with its counts.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -18,8 +21,9 @@ from django.utils import timezone
 
 from knowledge.connectors.registry import connector_kind
 from knowledge.connectors.types import Listing, SourceError
-from knowledge.models import Connector, Document
-from knowledge.services.documents import document_soft_delete
+from knowledge.models import Connector, SyncRun
+from knowledge.services.deletion import documents_delete
+from knowledge.services.index_sync.reconcile import documents_mark_dirty
 from knowledge.services.writes import WriteStats, documents_write
 
 
@@ -43,45 +47,73 @@ def _claim(connector: Connector) -> bool:
     )
 
 
-def connector_sync(*, connector: Connector) -> SyncOutcome:
-    """Pull the connector's source into the knowledge base; idempotent."""
+def connector_sync(*, connector: Connector, full: bool = False) -> SyncOutcome:
+    """Pull the connector's source into the knowledge base; idempotent. `full` re-pushes everything."""
     if not connector.pulls or not _claim(connector):
         return SyncOutcome(claimed=False)
+    run = SyncRun.objects.create(connector=connector, kind=SyncRun.Kind.FULL if full else SyncRun.Kind.SYNC)
     errors: list[SourceError] = []
     try:
         listing = connector_kind(connector.kind).list_source(connector.config)
-        stats = documents_write(connector=connector, documents=listing.documents)
+        stats = documents_write(connector=connector, documents=listing.documents, on_progress=_progress(run))
         errors = [*listing.errors, *stats.errors]
         deleted, warnings = _prune(connector, listing)
+        if full:
+            documents_mark_dirty(connector_id=connector.pk)
     except Exception as exc:
-        _finish(connector, [*(e.message for e in errors), f"{type(exc).__name__}: {exc}"])
+        _finish(connector, run, [*(e.message for e in errors), f"{type(exc).__name__}: {exc}"])
         raise
     messages = [e.message for e in errors]
-    _finish(connector, messages)
+    _finish(connector, run, messages, stats=stats, deleted=deleted)
     return SyncOutcome(claimed=True, stats=stats, deleted=deleted, errors=tuple(messages), warnings=warnings)
 
 
+def _progress(run: SyncRun) -> Callable[[int, int], None]:
+    seen = [0]
+
+    def report(documents: int, chunks: int) -> None:
+        if documents:
+            seen[0] += documents
+            SyncRun.objects.filter(pk=run.pk).update(processed=seen[0])
+
+    return report
+
+
 def _prune(connector: Connector, listing: Listing) -> tuple[int, tuple[str, ...]]:
-    """Soft-delete the live documents the source no longer has, when the listing can be trusted."""
+    """Delete the documents the source no longer has, when the listing can be trusted."""
     if not listing.complete:
         return 0, ("the listing was incomplete, so no document was removed",)
     seen = listing.seen
-    gone = connector.documents.filter(deleted_at__isnull=True).exclude(external_id__in=seen)
+    gone = connector.documents.exclude(external_id__in=seen)
     if not seen and gone.exists():
         return 0, ("the source listed nothing (unmounted?), so no document was removed",)
-    count = 0
-    for document in gone.order_by("pk"):
-        document_soft_delete(document=document, origin=Document.DeletionOrigin.SOURCE)
-        count += 1
-    return count, ()
+    return documents_delete(document_ids=list(gone.values_list("pk", flat=True))), ()
 
 
-def _finish(connector: Connector, errors: list[str]) -> None:
+def _finish(
+    connector: Connector,
+    run: SyncRun,
+    errors: list[str],
+    *,
+    stats: WriteStats | None = None,
+    deleted: int = 0,
+) -> None:
+    now, text = timezone.now(), "\n".join(errors)[:10000]
+    SyncRun.objects.filter(pk=run.pk).update(
+        status=SyncRun.Status.FAILED if errors else SyncRun.Status.OK,
+        finished_at=now,
+        added=stats.created if stats else 0,
+        updated=stats.updated if stats else 0,
+        unchanged=stats.unchanged if stats else 0,
+        deleted=deleted,
+        errors=len(errors),
+        error_text=text,
+    )
     Connector.objects.filter(pk=connector.pk).update(
         last_sync_status=Connector.SyncStatus.FAILED if errors else Connector.SyncStatus.OK,
-        last_synced_at=timezone.now(),
+        last_synced_at=now,
         last_sync_error_count=len(errors),
-        last_sync_error="\n".join(errors)[:10000],
+        last_sync_error=text,
     )
 
 

@@ -1,38 +1,88 @@
 """Deletions: documents, every document of a connector, a connector, a tenant, a principal.
 
-Nothing is deleted by a silent ORM cascade: documents go through `document_hard_delete` (which
-removes their chunks and vectors through the retrieval backend), in batches of short transactions,
-so a large purge neither holds one huge transaction nor loses its place when interrupted.
+Nothing is deleted by a silent ORM cascade: documents go in batches of short transactions that
+lock the rows, remove their chunks and vectors through the retrieval backend, and delete the rows
+(a trigger leaves a tombstone for each, so an external index is told even if no task runs). A large
+purge therefore neither holds one huge transaction nor loses its place when interrupted: running it
+again continues with what is left.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from django.db import transaction
 from django.db.models import Q
+from django.utils import timezone
 
-from knowledge.models import Connector, Document, Principal, Tenant
+from knowledge.models import Connector, Document, Principal, SyncRun, Tenant
 from knowledge.services.access import documents_access_sync
-from knowledge.services.documents import document_hard_delete
+from knowledge.services.enqueue import schedule_index_sync
+from retrieval_backends.registry import get_backend
 
 Progress = Callable[[int], None]
+BATCH = 200
 
 
-def documents_delete(*, document_ids: list[int], on_progress: Progress | None = None) -> int:
-    """Hard-delete documents one short transaction each; returns how many existed."""
-    deleted = 0
-    for pk in sorted(document_ids):
-        deleted += document_hard_delete(document_id=pk)
+def _delete_batch(document_ids: Sequence[int]) -> int:
+    with transaction.atomic():
+        locked = list(
+            Document.objects.select_for_update()
+            .filter(pk__in=document_ids)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
+        if locked:
+            get_backend().delete_documents_chunks(locked)
+            Document.objects.filter(pk__in=locked).delete()
+            schedule_index_sync(locked)
+    return len(locked)
+
+
+def documents_delete(
+    *, document_ids: Sequence[int], batch_size: int = BATCH, on_progress: Progress | None = None
+) -> int:
+    """Hard-delete documents (chunks and vectors too) in short batches; returns how many existed."""
+    ids, deleted = sorted(set(document_ids)), 0
+    for start in range(0, len(ids), batch_size):
+        count = _delete_batch(ids[start : start + batch_size])
+        deleted += count
         if on_progress:
-            on_progress(1)
+            on_progress(count)
     return deleted
 
 
 def connector_purge(*, connector: Connector, on_progress: Progress | None = None) -> int:
     """Delete every document of the connector (resumable: re-running continues); returns the count."""
-    ids = list(Document.objects.filter(connector=connector).values_list("pk", flat=True))
-    return documents_delete(document_ids=ids, on_progress=on_progress)
+    total = 0
+    while ids := list(
+        Document.objects.filter(connector=connector).order_by("pk").values_list("pk", flat=True)[:BATCH]
+    ):
+        count = documents_delete(document_ids=ids)
+        total += count
+        if on_progress:
+            on_progress(count)
+    return total
+
+
+def connector_purge_run(*, connector_id: int, run_id: int | None = None) -> int:
+    """`connector_purge` recorded as a sync run with progress (the purge task's body)."""
+    connector = Connector.objects.filter(pk=connector_id).first()
+    if connector is None:
+        return 0
+    run = SyncRun.objects.filter(pk=run_id).first() if run_id else None
+    if run is None:
+        run = SyncRun.objects.create(connector=connector, kind=SyncRun.Kind.PURGE)
+    remaining = Document.objects.filter(connector=connector).count()
+    SyncRun.objects.filter(pk=run.pk).update(total=run.deleted + remaining, status=SyncRun.Status.RUNNING)
+
+    def progress(count: int) -> None:
+        SyncRun.objects.filter(pk=run.pk).update(processed=run.processed + count, deleted=run.deleted + count)
+        run.refresh_from_db(fields=["processed", "deleted"])
+
+    deleted = connector_purge(connector=connector, on_progress=progress)
+    SyncRun.objects.filter(pk=run.pk).update(status=SyncRun.Status.OK, finished_at=timezone.now())
+    return deleted
 
 
 def connector_delete(*, connector: Connector, on_progress: Progress | None = None) -> int:

@@ -155,7 +155,10 @@ def document_clear_acl_override(*, document: Document) -> Document:
 
 
 def document_hard_delete(*, document_id: int) -> bool:
-    """Delete a document, its chunks and vectors; False when it did not exist. Idempotent."""
+    """Delete a document, its chunks and vectors; False when it did not exist. Idempotent.
+
+    A trigger leaves a tombstone, so an external index is told even when no task runs.
+    """
     with transaction.atomic():
         document = Document.objects.select_for_update().filter(pk=document_id).first()
         if document is None:

@@ -62,6 +62,9 @@ class PostgresRetrievalBackend(KnowledgeRetrievalBackend):
     def delete_document_chunks(self, document_id: int) -> int:
         return writes.delete_document_chunks(document_id)
 
+    def delete_documents_chunks(self, document_ids: Sequence[int]) -> int:
+        return writes.delete_documents_chunks(document_ids)
+
     def get_document_chunks(self, document_id: int) -> list[StoredChunk]:
         return [writes.to_stored(c) for c in Chunk.objects.filter(document_id=document_id)]
 

@@ -125,3 +125,17 @@ def delete_document_chunks(document_id: int) -> int:
         )
         cursor.execute(f"DELETE FROM {CHUNK} WHERE document_id = %s", [document_id])
         return cursor.rowcount
+
+
+def delete_documents_chunks(document_ids: Sequence[int]) -> int:
+    """Delete the vectors and chunks of many documents in two statements; returns the chunks deleted."""
+    ids = list(document_ids)
+    if not ids:
+        return 0
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            f"DELETE FROM {EMBEDDING} WHERE chunk_id IN (SELECT id FROM {CHUNK} WHERE document_id = ANY(%s))",
+            [ids],
+        )
+        cursor.execute(f"DELETE FROM {CHUNK} WHERE document_id = ANY(%s)", [ids])
+        return cursor.rowcount

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from django.db import connection, transaction
 
+from retrieval_backends.base import BackendUnavailable
 from retrieval_backends.postgres import PostgresRetrievalBackend
 from retrieval_backends.types import LaneHit, SearchScope
 
@@ -44,18 +46,44 @@ class BrokenKeywordBackend(PostgresRetrievalBackend):
 
 
 class RecordingIndexBackend(PostgresRetrievalBackend):
-    """An external-index stand-in that records what the sync hooks were told."""
+    """An external-index stand-in that records what the sync hooks were told, and fails on command.
+
+    `unavailable = True` makes every hook raise BackendUnavailable; ids in `failing` come back as
+    per-document failures.
+    """
 
     requires_index_sync = True
     states: ClassVar[dict[int, Any]] = {}
     deleted: ClassVar[set[int]] = set()
+    pushes: ClassVar[Counter[int]] = Counter()
+    unavailable: ClassVar[bool] = False
+    failing: ClassVar[set[int]] = set()
 
-    def sync_document_access(self, states: Sequence[Any]) -> None:
+    @classmethod
+    def reset(cls) -> None:
+        cls.states.clear()
+        cls.deleted.clear()
+        cls.pushes.clear()
+        cls.unavailable = False
+        cls.failing.clear()
+
+    def sync_document_access(self, states: Sequence[Any]) -> dict[int, str]:
+        if self.unavailable:
+            raise BackendUnavailable("index down (on command)")
+        failed = {}
         for state in states:
+            if state.document_id in self.failing:
+                failed[state.document_id] = "mapping rejected (on command)"
+                continue
             self.states[state.document_id] = state
+            self.pushes[state.document_id] += 1
             self.deleted.discard(state.document_id)
+        return failed
 
-    def sync_document_deletions(self, document_ids: Sequence[int]) -> None:
+    def sync_document_deletions(self, document_ids: Sequence[int]) -> dict[int, str]:
+        if self.unavailable:
+            raise BackendUnavailable("index down (on command)")
         for document_id in document_ids:
             self.states.pop(document_id, None)
             self.deleted.add(document_id)
+        return {}

@@ -54,7 +54,7 @@ def test_resync_keeps_an_admins_acl_override(tmp_path: Path, staff: Client) -> N
     assert tokens(document) == {("public",)}
 
 
-def test_resync_keeps_an_admins_soft_delete_but_undoes_its_own(tmp_path: Path) -> None:
+def test_resync_keeps_an_admins_soft_delete_and_prunes_what_the_source_dropped(tmp_path: Path) -> None:
     (tmp_path / "a.md").write_text("alpha")
     (tmp_path / "b.md").write_text("beta")
     connector = fs_connector(tmp_path)
@@ -67,13 +67,13 @@ def test_resync_keeps_an_admins_soft_delete_but_undoes_its_own(tmp_path: Path) -
 
     document_restore(document=document)
     (tmp_path / "a.md").unlink()
-    connector_sync(connector=connector)  # gone from the source: soft-deleted by the sync
-    document.refresh_from_db()
-    assert document.deletion_origin == Document.DeletionOrigin.SOURCE
+    connector_sync(connector=connector)  # gone from the source: deleted with its chunks
+    assert not Document.objects.filter(pk=document.pk).exists()
+    assert not Chunk.objects.filter(document_id=document.pk).exists()
     (tmp_path / "a.md").write_text("alpha")
-    connector_sync(connector=connector)  # back at the source: the sync's own delete is undone
-    document.refresh_from_db()
-    assert document.deleted_at is None and not Chunk.objects.get(document=document).is_deleted
+    connector_sync(connector=connector)  # back at the source: a new document
+    again = Document.objects.get(connector=connector, external_id="a.md")
+    assert again.deleted_at is None and not Chunk.objects.get(document=again).is_deleted
 
 
 def test_sidecar_acls_are_inherited_and_a_bad_one_fails_closed(tmp_path: Path) -> None:
@@ -112,6 +112,7 @@ def test_connector_default_acl_applies_and_follows_admin_changes(tmp_path: Path,
             "default_principals": [group.pk],
             "enabled": "on",
             "sync_interval": "01:00:00",
+            **{f"runs-{k}": v for k, v in (("TOTAL_FORMS", "0"), ("INITIAL_FORMS", "0"))},
         },
     )
     assert response.status_code == 302, response.content.decode()[:2000]

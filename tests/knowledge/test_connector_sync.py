@@ -42,7 +42,7 @@ def test_filesystem_sync_ingests_updates_soft_deletes_and_restores(tmp_path: Pat
     (tmp_path / "a.md").write_text("# A\nalpha, revised")
     assert connector_sync(connector=connector).deleted == 1
     assert live(connector) == {"a.md": "# A\nalpha, revised"}
-    assert Document.objects.get(connector=connector, external_id="b.txt").deleted_at is not None
+    assert not Document.objects.filter(connector=connector, external_id="b.txt").exists()
 
     (tmp_path / "b.txt").write_text("beta")
     connector_sync(connector=connector)

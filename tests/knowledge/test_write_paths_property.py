@@ -87,7 +87,7 @@ class Expected:
     source_acl: Acl
     environment: str | None = None
     override: Acl | None = None
-    deleted: str = ""  # "", "admin" or "source"
+    deleted: str = ""  # "" or "admin"
 
     @property
     def acl(self) -> Acl:
@@ -211,12 +211,11 @@ class WritePaths(RuleBasedStateMachine):
             title = name.rsplit("/", 1)[-1].removesuffix(".md")
             new = Expected(pulled=True, title=title, content=text, source_acl=self._file_acl(name))
             if old is not None:
-                new = replace(new, override=old.override, deleted="admin" if old.deleted == "admin" else "")
+                new = replace(new, override=old.override, deleted=old.deleted)
             self.world.expected[("fs", name)] = new
-        if self.files:
-            for key, expected in self.world.expected.items():
-                if key[0] == "fs" and key[1] not in self.files and not expected.deleted:
-                    expected.deleted = "source"
+        if self.files:  # a listing with nothing in it removes nothing
+            for key in [k for k in self.world.expected if k[0] == "fs" and k[1] not in self.files]:
+                del self.world.expected[key]
 
     # --- the admin ----------------------------------------------------------------------------------
     @precondition(lambda self: self.world.expected)

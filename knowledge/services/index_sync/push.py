@@ -1,0 +1,107 @@
+"""Pushes of absolute document state and deletions, marked clean by compare-and-set on the version read.
+
+A push re-reads everything from PostgreSQL, so pushing twice is harmless and a crash anywhere only
+repeats work: a document stays dirty until a push of its newest version succeeded, and a tombstone
+stays until the index confirmed the deletion. A document whose push fails gets its error recorded
+(committed) and a growing retry delay, so one bad document never blocks or loops the others.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.db import connection
+from django.db.models import F
+from django.utils import timezone
+
+from knowledge.models import IndexTombstone
+from knowledge.services.index_sync.snapshot import read_snapshot
+from retrieval_backends.registry import get_backend
+
+MAX_RETRY_SECONDS = 3600
+MAX_ERROR_CHARS = 2000
+
+
+@dataclass
+class PushOutcome:
+    pushed: int = 0
+    deleted: int = 0
+    failed: dict[int, str] = field(default_factory=dict)
+
+
+MARK_CLEAN = """
+UPDATE knowledge_document d
+SET synced_version = v.version, sync_error = '', sync_attempts = 0, sync_retry_at = NULL
+FROM unnest(%s::bigint[], %s::bigint[]) AS v(id, version)
+WHERE d.id = v.id AND d.synced_version < v.version
+"""
+
+MARK_FAILED = """
+UPDATE knowledge_document d
+SET sync_error = f.error, sync_attempts = d.sync_attempts + 1,
+    sync_retry_at = now() + make_interval(secs => least(%s, power(2, least(d.sync_attempts + 1, 20))))
+FROM jsonb_each_text(%s::jsonb) AS f(id, error)
+WHERE d.id = f.id::bigint
+"""
+
+
+def mark_clean(versions: dict[int, int]) -> int:
+    """Record the versions pushed; a document changed since (a higher version) stays dirty."""
+    if not versions:
+        return 0
+    ids = sorted(versions)
+    with connection.cursor() as cursor:
+        cursor.execute(MARK_CLEAN, [ids, [versions[i] for i in ids]])
+        return cursor.rowcount
+
+
+def mark_failed(failures: dict[int, str]) -> None:
+    if failures:
+        payload = json.dumps({str(k): v[:MAX_ERROR_CHARS] for k, v in failures.items()})
+        with connection.cursor() as cursor:
+            cursor.execute(MARK_FAILED, [MAX_RETRY_SECONDS, payload])
+
+
+def documents_push(*, document_ids: Sequence[int]) -> PushOutcome:
+    """Push the documents' absolute state (and the deletion of those gone) to the backend."""
+    backend = get_backend()
+    snapshot = read_snapshot(document_ids=document_ids, with_chunks=backend.mirrors_content)
+    outcome = PushOutcome()
+    if backend.requires_index_sync and snapshot.states:
+        outcome.failed = dict(backend.sync_document_access(snapshot.states))
+    versions = {pk: v for pk, v in snapshot.versions.items() if pk not in outcome.failed}
+    mark_clean(versions)
+    mark_failed(outcome.failed)
+    outcome.pushed = len(versions)
+    gone = sorted(set(document_ids) - set(snapshot.versions))
+    if gone:
+        outcome.deleted = tombstones_push(document_ids=gone).deleted
+    return outcome
+
+
+def tombstones_push(*, document_ids: Sequence[int]) -> PushOutcome:
+    """Delete these documents from the index, then their tombstones (failed ones keep theirs)."""
+    backend = get_backend()
+    ids = sorted(set(document_ids))
+    failed = dict(backend.sync_document_deletions(ids)) if backend.requires_index_sync and ids else {}
+    done = [i for i in ids if i not in failed]
+    IndexTombstone.objects.filter(document_id__in=done).delete()
+    for document_id, error in failed.items():
+        tombstone = IndexTombstone.objects.filter(document_id=document_id).first()
+        if tombstone is not None:
+            delay = min(MAX_RETRY_SECONDS, 2 ** min(tombstone.attempts + 1, 20))
+            IndexTombstone.objects.filter(pk=tombstone.pk).update(
+                last_error=error[:MAX_ERROR_CHARS],
+                attempts=F("attempts") + 1,
+                retry_at=timezone.now() + timedelta(seconds=delay),
+            )
+    return PushOutcome(deleted=len(done), failed=failed)
+
+
+def documents_index_sync(*, document_ids: Sequence[int]) -> dict[str, int]:
+    """The task's entry point: push these documents; counts of what happened."""
+    outcome = documents_push(document_ids=document_ids)
+    return {"synced": outcome.pushed, "deleted": outcome.deleted, "failed": len(outcome.failed)}
