@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import redis
 
@@ -52,7 +53,8 @@ class PrivateRedis:
             self.process = None
 
     def queued(self, queue: str = "celery") -> int:
-        return int(redis.Redis(port=self.port).llen(queue))
+        length: Any = redis.Redis(port=self.port).llen(queue)
+        return int(length)
 
 
 @contextmanager
@@ -67,7 +69,8 @@ def broker_at(url: str) -> Iterator[None]:
 
 
 def _switch(url: str) -> None:
-    app.conf.broker_url = url
+    celery: Any = app
+    celery.conf.broker_url = url
     # Producers are pooled per connection, built lazily from broker_url: forget the old ones.
-    app._pool = None
-    app.amqp._producer_pool = None
+    celery._pool = None
+    celery.amqp._producer_pool = None
