@@ -420,7 +420,7 @@ def main() -> None:
     queries = make_queries(args.queries + args.warmup, args.seed)
     warm, measured = args.warmup, queries[args.warmup :]
     figures: dict[str, Any] = {"chunks": args.chunks, "queries": args.queries, "load_seconds": load_seconds}
-    figures["exact_scan_max_rows"] = settings.RETRIEVAL_BACKEND["OPTIONS"]["exact_scan_max_rows"]
+    figures["exact_scan_max_rows"] = settings.RETRIEVAL_BACKENDS["postgres"]["OPTIONS"]["exact_scan_max_rows"]
     figures["latency"] = measure_latency(tenant_id, queries[:warm] + measured, warm)
     figures["visibility"] = {
         level: measure_visibility(tenant_id, queries[:warm] + measured, warm, level) for level in VISIBILITY

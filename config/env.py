@@ -93,3 +93,39 @@ def redis_url(name: str, default: str) -> str:
     if not raw.startswith(("redis://", "rediss://")):
         raise ImproperlyConfigured(f"{name} must start with redis:// or rediss://, got {raw!r}.")
     return raw
+
+
+def http_url(name: str, default: str) -> str:
+    """Read an http:// or https:// URL with a host."""
+    from urllib.parse import urlsplit
+
+    raw = env.str(name, default=default).strip()
+    parts = urlsplit(raw)
+    if parts.scheme not in {"http", "https"} or not parts.hostname:
+        raise ImproperlyConfigured(
+            f"{name} must be an http(s) URL such as https://search.internal:9200, got {raw!r}."
+        )
+    return raw.rstrip("/")
+
+
+def readable_file(name: str) -> str | None:
+    """Read an optional path that must name a readable file."""
+    raw = env.str(name, default="").strip()
+    if not raw:
+        return None
+    if not Path(raw).is_file():
+        raise ImproperlyConfigured(f"{name} must name a readable file, got {raw!r}.")
+    return raw
+
+
+def index_prefix(name: str, default: str) -> str:
+    """Read an index-name prefix: lowercase letters, digits and '-' (OpenSearch's index-name rules)."""
+    import re
+
+    raw = env.str(name, default=default).strip()
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,39}", raw):
+        raise ImproperlyConfigured(
+            f"{name} must be 1-40 lowercase letters, digits or '-', starting with a letter or digit; "
+            f"got {raw!r}."
+        )
+    return raw

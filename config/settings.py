@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from config import env as cfg
 
@@ -100,18 +101,37 @@ CELERY_BEAT_SCHEDULE = {
 
 # --- Retrieval ---------------------------------------------------------------------------------------
 RETRIEVAL_BACKEND_NAME = env.str("KNOWLEDGE_RETRIEVAL_BACKEND", default="postgres").strip()
-RETRIEVAL_BACKEND_ALIASES = {
-    "postgres": "retrieval_backends.postgres.PostgresRetrievalBackend",
-}
-RETRIEVAL_BACKEND = {
-    "BACKEND": RETRIEVAL_BACKEND_ALIASES.get(RETRIEVAL_BACKEND_NAME, RETRIEVAL_BACKEND_NAME),
-    "OPTIONS": {
-        "lane_timeout_ms": cfg.positive_int("KNOWLEDGE_LANE_TIMEOUT_MS", 2000),
-        "exact_scan_max_rows": cfg.positive_int("KNOWLEDGE_EXACT_SCAN_MAX_ROWS", 5000),
-        "bm25_k1": cfg.positive_float("KNOWLEDGE_BM25_K1", 1.2),
-        "bm25_b": cfg.unit_float("KNOWLEDGE_BM25_B", 0.75),
-        "keyword_candidate_budget": cfg.positive_int("KNOWLEDGE_KEYWORD_CANDIDATE_BUDGET", 1000),
+KNOWLEDGE_LANE_TIMEOUT_MS = cfg.positive_int("KNOWLEDGE_LANE_TIMEOUT_MS", 2000)
+# Each backend gets only its own options (like Django's STORAGES aliases).
+RETRIEVAL_BACKENDS: dict[str, dict[str, Any]] = {
+    "postgres": {
+        "BACKEND": "retrieval_backends.postgres.PostgresRetrievalBackend",
+        "OPTIONS": {
+            "lane_timeout_ms": KNOWLEDGE_LANE_TIMEOUT_MS,
+            "exact_scan_max_rows": cfg.positive_int("KNOWLEDGE_EXACT_SCAN_MAX_ROWS", 5000),
+            "bm25_k1": cfg.positive_float("KNOWLEDGE_BM25_K1", 1.2),
+            "bm25_b": cfg.unit_float("KNOWLEDGE_BM25_B", 0.75),
+            "keyword_candidate_budget": cfg.positive_int("KNOWLEDGE_KEYWORD_CANDIDATE_BUDGET", 1000),
+        },
     },
+    "opensearch": {
+        "BACKEND": "retrieval_backends.opensearch.OpenSearchRetrievalBackend",
+        "OPTIONS": {
+            "url": cfg.http_url("OPENSEARCH_URL", "http://127.0.0.1:9200"),
+            "username": env.str("OPENSEARCH_USERNAME", default=""),
+            "password": env.str("OPENSEARCH_PASSWORD", default=""),
+            "ca_certs": cfg.readable_file("OPENSEARCH_CA_CERTS"),
+            "verify_certs": cfg.boolean("OPENSEARCH_VERIFY_CERTS", True),
+            "index_prefix": cfg.index_prefix("OPENSEARCH_INDEX_PREFIX", "knowledge"),
+            "timeout_ms": cfg.positive_int("OPENSEARCH_TIMEOUT_MS", 10000),
+            "lane_timeout_ms": KNOWLEDGE_LANE_TIMEOUT_MS,
+        },
+    },
+}
+RETRIEVAL_BACKEND_ALIASES = {name: config["BACKEND"] for name, config in RETRIEVAL_BACKENDS.items()}
+RETRIEVAL_BACKEND: dict[str, Any] = RETRIEVAL_BACKENDS.get(RETRIEVAL_BACKEND_NAME) or {
+    "BACKEND": RETRIEVAL_BACKEND_NAME,  # a dotted path to a custom backend
+    "OPTIONS": {},
 }
 # Pipeline plugins: unset means plugins.json, then the built-in default (see knowledge/pipeline/registry.py).
 KNOWLEDGE_EMBEDDER = env.str("KNOWLEDGE_EMBEDDER", default=None)

@@ -76,6 +76,21 @@ class KnowledgeRetrievalBackend:
             "subclasses of KnowledgeRetrievalBackend must provide delete_document_chunks()"
         )
 
+    def update_document_filters(self, states: Sequence[DocumentState]) -> int:
+        """Write documents' filter state (tenant, connector, environment, deletion, ACL tokens) onto
+        their canonical chunks and vectors, in the caller's transaction; returns rows changed.
+
+        This is what search filters on in PostgreSQL and what canonical neighbours use; an external
+        index receives the same state later through `sync_document_access`.
+        """
+        raise NotImplementedError(
+            "subclasses of KnowledgeRetrievalBackend must provide update_document_filters()"
+        )
+
+    def lock_chunk_writes(self) -> None:
+        """Block every chunk write until the caller's transaction ends (a reindex switch)."""
+        raise NotImplementedError("subclasses of KnowledgeRetrievalBackend must provide lock_chunk_writes()")
+
     def get_document_chunks(self, document_id: int) -> list[StoredChunk]:
         """The document's chunks in chunk-index order."""
         raise NotImplementedError(
@@ -124,6 +139,37 @@ class KnowledgeRetrievalBackend:
         """
         raise NotImplementedError("subclasses of KnowledgeRetrievalBackend must provide find_neighbors()")
 
+    # --- vectors ------------------------------------------------------------------------------------
+    def chunks_missing_embedding(self, model: str, after_id: int, limit: int) -> list[tuple[int, str]]:
+        """(chunk id, text) of up to `limit` chunks after `after_id` with no vector of `model`, by id."""
+        raise NotImplementedError(
+            "subclasses of KnowledgeRetrievalBackend must provide chunks_missing_embedding()"
+        )
+
+    def count_chunks_missing_embedding(self, model: str) -> int:
+        """How many chunks have no vector of `model` (a reindex may switch when this is 0)."""
+        raise NotImplementedError(
+            "subclasses of KnowledgeRetrievalBackend must provide count_chunks_missing_embedding()"
+        )
+
+    def prune_embeddings(self, keep_models: Sequence[str]) -> int:
+        """Delete every vector of models not in `keep_models`; returns how many went."""
+        raise NotImplementedError("subclasses of KnowledgeRetrievalBackend must provide prune_embeddings()")
+
+    def get_chunk_vectors(
+        self, chunk_ids: Sequence[int], dimensions: int, model: str | None
+    ) -> dict[int, tuple[float, ...]]:
+        """Stored vectors of these chunks with this dimension (and model); chunks without one are absent."""
+        raise NotImplementedError("subclasses of KnowledgeRetrievalBackend must provide get_chunk_vectors()")
+
+    def embedding_inventory(
+        self, model: str, dimensions: int, ignored: Sequence[str]
+    ) -> list[tuple[Any, ...]]:
+        """Per tenant: (slug, chunks with any vector, chunks with `model`'s, the other models stored)."""
+        raise NotImplementedError(
+            "subclasses of KnowledgeRetrievalBackend must provide embedding_inventory()"
+        )
+
     # --- diagnostics --------------------------------------------------------------------------------
     def get_text_search_languages(self, tenant_id: int, connector_ids: Sequence[int] | None) -> list[str]:
         """Text-search configurations used by the chunks of these connectors (all when None)."""
@@ -168,9 +214,12 @@ class KnowledgeRetrievalBackend:
         raise NotImplementedError("subclasses of KnowledgeRetrievalBackend must provide health()")
 
     # --- sync hooks (no-ops where PostgreSQL is the index) -------------------------------------------
-    def sync_document_access(self, states: Sequence[DocumentState]) -> dict[int, str]:
+    def sync_document_access(
+        self, states: Sequence[DocumentState], generation: int | None = None
+    ) -> dict[int, str]:
         """Make the index hold exactly these documents' states (absolute, never deltas). Idempotent:
-        pushing the same state twice changes nothing, and a push never blanks a field.
+        pushing the same state twice changes nothing, and a push never blanks a field. `generation`
+        names a rebuild's new index instead of the serving one.
 
         :returns: document id -> error for documents that could not be written (the rest were).
         :raises BackendUnavailable: when the index cannot be reached at all (retry later).
@@ -188,6 +237,36 @@ class KnowledgeRetrievalBackend:
     def delete_documents_chunks(self, document_ids: Sequence[int]) -> int:
         """Delete every chunk (and vector) of these documents; returns how many chunks went."""
         return sum(self.delete_document_chunks(document_id) for document_id in document_ids)
+
+    def start_index_generation(self, dimensions: Sequence[int]) -> int | None:
+        """Create an empty new index generation to rebuild into; None when there is no index."""
+        return None
+
+    def activate_index_generation(self, generation: int) -> None:
+        """Serve searches from this generation (atomically) and drop the older ones."""
+
+    def abandon_index_generation(self, generation: int) -> None:
+        """Drop a generation that was never activated."""
+
+    def supported_languages(self) -> set[str]:
+        """Language names documents may use (text-search configurations of the canonical store)."""
+        raise NotImplementedError(
+            "subclasses of KnowledgeRetrievalBackend must provide supported_languages()"
+        )
+
+    def keyword_warnings(
+        self, tenant_id: int, languages: Sequence[str], connector_ids: Sequence[int] | None
+    ) -> list[str]:
+        """Warnings for a keyword search in these languages (missing statistics, an analyzer fallback)."""
+        return []
+
+    def rebuild_keyword_statistics(self, tenant_id: int | None) -> str:
+        """Recompute keyword statistics where the backend keeps its own; returns what was done."""
+        return f"the {self.name} backend keeps no statistics of its own"
+
+    def doctor_checks(self) -> list[tuple[str, str, str, str]]:
+        """(OK/WARN/FAIL, subject, message, fix) findings about the backend for `manage.py doctor`."""
+        return []
 
 
 FLOAT32_TINY, FLOAT32_MAX = 1.1754944e-38, 3.4028234e38  # smallest normal and largest 32-bit floats

@@ -15,7 +15,7 @@ from retrieval_backends.registry import load_backend_class
 def check_retrieval_backend(app_configs: Any = None, **kwargs: Any) -> list[Error]:
     name = getattr(settings, "RETRIEVAL_BACKEND_NAME", "")
     aliases = getattr(settings, "RETRIEVAL_BACKEND_ALIASES", {})
-    path = settings.RETRIEVAL_BACKEND.get("BACKEND", "")
+    path = str(settings.RETRIEVAL_BACKEND.get("BACKEND", ""))
     if name not in aliases and "." not in name:
         return [
             Error(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import lru_cache
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -26,7 +28,7 @@ def load_backend_class(path: str) -> type[KnowledgeRetrievalBackend]:
     return cls
 
 
-def build_backend(config: dict[str, object]) -> KnowledgeRetrievalBackend:
+def build_backend(config: Mapping[str, Any]) -> KnowledgeRetrievalBackend:
     """Instantiate a backend from a {"BACKEND": ..., "OPTIONS": {...}} mapping."""
     path = config.get("BACKEND")
     if not isinstance(path, str) or not path:

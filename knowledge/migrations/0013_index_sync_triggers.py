@@ -2,7 +2,10 @@
 
 * A document row change that an index mirrors (ACL publicity, environment, deletion state, text,
   title, language, connector) bumps its `index_version`.
-* Adding or removing an ACL grant, or any chunk insert or delete (re-chunking), bumps it too.
+* Adding or removing an ACL grant, any chunk insert or delete (re-chunking), and any vector written,
+  replaced or pruned (a re-embedding), bump it too.
+* One bump per transaction is enough (a push reads committed state, all of a transaction or none), so
+  a write that touches the row, its grants, chunks and vectors leaves one new row version, not six.
 * Deleting a document row, by any path (a service, an ORM cascade, raw SQL), leaves a tombstone.
 """
 
@@ -16,8 +19,11 @@ BEGIN
        IS DISTINCT FROM
        (OLD.is_public, OLD.environment_id, OLD.deleted_at IS NULL, OLD.content_hash, OLD.title,
         OLD.language, OLD.connector_id, OLD.tenant_id) THEN
-        NEW.index_version := greatest(NEW.index_version, OLD.index_version + 1);
-        NEW.index_changed_at := now();
+        IF OLD.index_bumped_by IS DISTINCT FROM pg_current_xact_id()::text THEN
+            NEW.index_version := greatest(NEW.index_version, OLD.index_version + 1);
+            NEW.index_changed_at := now();
+            NEW.index_bumped_by := pg_current_xact_id()::text;
+        END IF;
     END IF;
     RETURN NEW;
 END $$ LANGUAGE plpgsql;
@@ -30,8 +36,10 @@ CREATE TRIGGER knowledge_document_bump BEFORE UPDATE ON knowledge_document
 BUMP_FROM = """
 CREATE OR REPLACE FUNCTION knowledge_bump_{name}() RETURNS trigger AS $$
 BEGIN
-    UPDATE knowledge_document SET index_version = index_version + 1, index_changed_at = now()
-    WHERE id IN (SELECT DISTINCT document_id FROM changed);
+    UPDATE knowledge_document
+    SET index_version = index_version + 1, index_changed_at = now(), index_bumped_by = pg_current_xact_id()::text
+    WHERE id IN (SELECT DISTINCT document_id FROM changed)
+      AND index_bumped_by IS DISTINCT FROM pg_current_xact_id()::text;
     RETURN NULL;
 END $$ LANGUAGE plpgsql;
 DROP TRIGGER IF EXISTS knowledge_bump_{name}_ins ON {table};
@@ -42,6 +50,27 @@ CREATE TRIGGER knowledge_bump_{name}_del AFTER DELETE ON {table}
     REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION knowledge_bump_{name}();
 """
 SOURCES = {"grants": "knowledge_document_allowed_principals", "chunks": "knowledge_chunk"}
+
+# Vectors belong to chunks: a new, replaced or pruned vector changes what its document's index holds.
+BUMP_FROM_VECTORS = """
+CREATE OR REPLACE FUNCTION knowledge_bump_vectors() RETURNS trigger AS $$
+BEGIN
+    UPDATE knowledge_document
+    SET index_version = index_version + 1, index_changed_at = now(), index_bumped_by = pg_current_xact_id()::text
+    WHERE id IN (SELECT DISTINCT c.document_id FROM knowledge_chunk c JOIN changed v ON v.chunk_id = c.id)
+      AND index_bumped_by IS DISTINCT FROM pg_current_xact_id()::text;
+    RETURN NULL;
+END $$ LANGUAGE plpgsql;
+DROP TRIGGER IF EXISTS knowledge_bump_vectors_ins ON knowledge_chunkembedding;
+DROP TRIGGER IF EXISTS knowledge_bump_vectors_upd ON knowledge_chunkembedding;
+DROP TRIGGER IF EXISTS knowledge_bump_vectors_del ON knowledge_chunkembedding;
+CREATE TRIGGER knowledge_bump_vectors_ins AFTER INSERT ON knowledge_chunkembedding
+    REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION knowledge_bump_vectors();
+CREATE TRIGGER knowledge_bump_vectors_upd AFTER UPDATE ON knowledge_chunkembedding
+    REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION knowledge_bump_vectors();
+CREATE TRIGGER knowledge_bump_vectors_del AFTER DELETE ON knowledge_chunkembedding
+    REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION knowledge_bump_vectors();
+"""
 
 TOMBSTONE = """
 CREATE OR REPLACE FUNCTION knowledge_document_tombstone() RETURNS trigger AS $$
@@ -56,8 +85,13 @@ CREATE TRIGGER knowledge_document_tombstone AFTER DELETE ON knowledge_document
     REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION knowledge_document_tombstone();
 """
 
-FORWARD = [BUMP_ON_UPDATE, TOMBSTONE] + [BUMP_FROM.format(name=n, table=t) for n, t in SOURCES.items()]
+FORWARD = [BUMP_ON_UPDATE, TOMBSTONE, BUMP_FROM_VECTORS]
+FORWARD += [BUMP_FROM.format(name=n, table=t) for n, t in SOURCES.items()]
 BACKWARD = [
+    "DROP TRIGGER IF EXISTS knowledge_bump_vectors_ins ON knowledge_chunkembedding;",
+    "DROP TRIGGER IF EXISTS knowledge_bump_vectors_upd ON knowledge_chunkembedding;",
+    "DROP TRIGGER IF EXISTS knowledge_bump_vectors_del ON knowledge_chunkembedding;",
+    "DROP FUNCTION IF EXISTS knowledge_bump_vectors();",
     "DROP TRIGGER IF EXISTS knowledge_document_bump ON knowledge_document;",
     "DROP FUNCTION IF EXISTS knowledge_document_bump();",
     "DROP TRIGGER IF EXISTS knowledge_document_tombstone ON knowledge_document;",

@@ -80,6 +80,9 @@ class Document(models.Model):
     sync_error = models.TextField(blank=True, default="", db_default="", editable=False)
     sync_attempts = models.PositiveIntegerField(default=0, db_default=0, editable=False)
     sync_retry_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # The transaction that last bumped index_version: one bump per transaction is enough, and spares
+    # the row a new version for every chunk, grant and vector statement of the same write.
+    index_bumped_by = models.TextField(null=True, blank=True, editable=False)  # noqa: DJ001 (NULL: never)
 
     class Meta:
         ordering = ["tenant__slug", "connector__name", "external_id"]

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from django.db import connection
 from django.db.models import QuerySet
 
 from knowledge.models import Document, Tenant
+from retrieval_backends.registry import get_backend
 
 
 def is_text_search_language(name: str) -> bool:
-    """Whether PostgreSQL has a text-search configuration of that name."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1 FROM pg_ts_config WHERE cfgname = %s", [name])
-        return cursor.fetchone() is not None
+    """Whether documents may use this language (a text-search configuration of the store)."""
+    return name in get_backend().supported_languages()
 
 
 def document_list(

@@ -301,11 +301,7 @@ def _keyword_call(
 
     def lane() -> list[LaneHit]:
         languages = backend.get_text_search_languages(scope.tenant_id, scope.connector_ids)
-        if languages and not backend.has_keyword_statistics(scope.tenant_id, languages, scope.connector_ids):
-            warnings.append(
-                "keyword statistics are missing, so the keyword lane ranks with ts_rank instead of BM25; "
-                "run `manage.py rebuild_keyword_statistics`"
-            )
+        warnings.extend(backend.keyword_warnings(scope.tenant_id, languages, scope.connector_ids))
         return backend.keyword_search(scope, query_text, languages, depth)
 
     return lane

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
 
 from knowledge.models import Document, Principal
 from knowledge.services.acl import acl_tokens, document_acl_tokens, tokens_for
 from knowledge.services.enqueue import schedule_index_sync
+from retrieval_backends.registry import get_backend
 from retrieval_backends.types import DocumentState
 
 __all__ = [
@@ -57,47 +56,17 @@ def document_state(*, document: Document) -> DocumentState:
     return document_states(document_ids=[document.pk])[0]
 
 
-STATES = """unnest(%s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[], %s::bool[], %s::text[])
-     AS s(document_id, tenant_id, connector_id, environment_id, is_deleted, acl)"""
-SET_AND_DIFFER = """SET tenant_id = s.tenant_id, connector_id = s.connector_id,
-    environment_id = s.environment_id, is_deleted = s.is_deleted,
-    acl_tokens = ARRAY(SELECT jsonb_array_elements_text(s.acl::jsonb))::varchar[]
-FROM {source}
-WHERE {match} AND (t.tenant_id, t.connector_id, t.environment_id, t.is_deleted, t.acl_tokens)
-      IS DISTINCT FROM (s.tenant_id, s.connector_id, s.environment_id, s.is_deleted,
-                        ARRAY(SELECT jsonb_array_elements_text(s.acl::jsonb))::varchar[])"""
-SYNC_CHUNKS = "UPDATE knowledge_chunk t " + SET_AND_DIFFER.format(
-    source=STATES, match="t.document_id = s.document_id"
-)
-SYNC_VECTORS = "UPDATE knowledge_chunkembedding t " + SET_AND_DIFFER.format(
-    source=f"{STATES} JOIN knowledge_chunk c ON c.document_id = s.document_id", match="t.chunk_id = c.id"
-)
-
-
 def documents_access_sync(*, document_ids: Iterable[int]) -> int:
-    """Copy ACL tokens, environment, connector, tenant and deletion state onto chunks and vectors.
-
-    The one function that keeps the denormalised filters in step; idempotent (rows already in step
-    are not rewritten). Chunks are updated before vectors, so a concurrent backfill that copies a
-    chunk's filters (under a share lock on the chunk) sees either the old chunk and is then
-    corrected here, or the new one. Returns the number of rows changed.
+    """Copy ACL tokens, environment, connector, tenant and deletion state onto the documents' chunks
+    and vectors, in the caller's transaction, through the retrieval backend (the one way a
+    document's filter state reaches whichever index serves it); an external index is told after
+    commit. Idempotent. Returns the number of rows changed.
     """
     states = document_states(document_ids=sorted(set(document_ids)))
     if not states:
         return 0
-    columns: list[Any] = [
-        [s.document_id for s in states],
-        [s.tenant_id for s in states],
-        [s.connector_id for s in states],
-        [s.environment_id for s in states],
-        [s.is_deleted for s in states],
-        [json.dumps(list(s.acl_tokens)) for s in states],
-    ]
-    changed = 0
-    with transaction.atomic(), connection.cursor() as cursor:
-        for statement in (SYNC_CHUNKS, SYNC_VECTORS):
-            cursor.execute(statement, columns)
-            changed += cursor.rowcount
+    with transaction.atomic():
+        changed = get_backend().update_document_filters(states)
         schedule_index_sync([s.document_id for s in states])
     return changed
 

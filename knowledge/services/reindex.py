@@ -10,22 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
-from knowledge.models import ActiveEmbedder, ChunkEmbedding, ReindexJob
+from knowledge.models import ActiveEmbedder, ReindexJob
 from knowledge.pipeline.active import embedder_for, forget_active_embedder
 from knowledge.pipeline.embedders.base import Embedder
 from knowledge.services.chunks import CLIENT_MODEL
 from retrieval_backends.registry import get_backend
 from retrieval_backends.types import EmbeddingUpdate
-
-MISSING = """
-SELECT c.id, c.content FROM knowledge_chunk c
-WHERE c.id > %s AND NOT EXISTS (
-    SELECT 1 FROM knowledge_chunkembedding e WHERE e.chunk_id = c.id AND e.model = %s)
-ORDER BY c.id LIMIT %s
-"""
 
 
 def reindex_job_for(*, spec: str) -> ReindexJob:
@@ -38,20 +31,13 @@ def reindex_job_for(*, spec: str) -> ReindexJob:
 
 
 def chunks_missing(*, model: str) -> int:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM knowledge_chunk c WHERE NOT EXISTS ("
-            "SELECT 1 FROM knowledge_chunkembedding e WHERE e.chunk_id = c.id AND e.model = %s)",
-            [model],
-        )
-        return int(cursor.fetchone()[0])
+    return get_backend().count_chunks_missing_embedding(model)
 
 
 def _embed_batch(embedder: Embedder, after_id: int, batch_size: int) -> tuple[int, int]:
     """Embed the next chunks lacking this model's vector; returns (count, last chunk id)."""
-    with connection.cursor() as cursor:
-        cursor.execute(MISSING, [after_id, embedder.name, batch_size])
-        rows = cursor.fetchall()
+    backend = get_backend()
+    rows = backend.chunks_missing_embedding(embedder.name, after_id, batch_size)
     if not rows:
         return 0, after_id
     vectors = embedder.embed_batch([content for _, content in rows])
@@ -59,7 +45,7 @@ def _embed_batch(embedder: Embedder, after_id: int, batch_size: int) -> tuple[in
         EmbeddingUpdate(chunk_id=i, vector=tuple(v), model=embedder.name)
         for (i, _), v in zip(rows, vectors, strict=True)
     ]
-    get_backend().index_embeddings(updates, embedder.dimension)
+    backend.index_embeddings(updates, embedder.dimension)
     return len(rows), rows[-1][0]
 
 
@@ -82,8 +68,7 @@ def reindex_switch(*, job: ReindexJob) -> None:
     """Make the job's embedder active once every chunk has its vector (stragglers embedded here)."""
     embedder = embedder_for(job.spec)
     with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("LOCK TABLE knowledge_chunk IN SHARE MODE")  # no inserts until we commit
+        get_backend().lock_chunk_writes()  # no chunk is written until we commit
         while _embed_batch(embedder, 0, 256)[0]:
             pass
         ActiveEmbedder.objects.update_or_create(
@@ -98,5 +83,4 @@ def reindex_switch(*, job: ReindexJob) -> None:
 
 def reindex_prune(*, keep_model: str) -> int:
     """Delete vectors of every other model (caller-supplied vectors are kept); returns the count."""
-    deleted, _ = ChunkEmbedding.objects.exclude(model__in=[keep_model, CLIENT_MODEL]).delete()
-    return deleted
+    return get_backend().prune_embeddings([keep_model, CLIENT_MODEL])

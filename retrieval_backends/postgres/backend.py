@@ -2,36 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import DatabaseError, connection
 from django.db.utils import OperationalError
 from psycopg import errors as pg_errors
 
-from knowledge.models import Chunk, ChunkEmbedding
 from retrieval_backends.base import BackendUnavailable, KnowledgeRetrievalBackend
-from retrieval_backends.postgres import bm25, keyword, neighbors, vector, writes
+from retrieval_backends.postgres import bm25, keyword, vector
 from retrieval_backends.postgres.bm25 import BM25Params
-from retrieval_backends.postgres.sql import (
-    CHUNK,
-    EMBEDDING,
-    connector_filter,
-    distinct_values,
-    embedding_models,
-)
-from retrieval_backends.types import (
-    AccessScope,
-    ChunkInput,
-    EmbeddingUpdate,
-    LaneHit,
-    NeighborAnchor,
-    SearchScope,
-    StoredChunk,
-)
+from retrieval_backends.postgres.store import CanonicalStore, CanonicalStoreMixin
+from retrieval_backends.types import LaneHit, SearchScope
 
 
-class PostgresRetrievalBackend(KnowledgeRetrievalBackend):
+class PostgresRetrievalBackend(CanonicalStoreMixin, KnowledgeRetrievalBackend):
     """pgvector + full-text search on the canonical chunk tables."""
 
     requires_result_verification = False
@@ -48,28 +33,10 @@ class PostgresRetrievalBackend(KnowledgeRetrievalBackend):
         **options: Any,
     ):
         super().__init__(**options)
+        self.store = CanonicalStore()
         self.lane_timeout_ms = lane_timeout_ms
         self.exact_scan_max_rows = exact_scan_max_rows
         self.bm25 = BM25Params(k1=bm25_k1, b=bm25_b, candidate_budget=keyword_candidate_budget)
-
-    # --- writes -------------------------------------------------------------------------------------
-    def insert_chunks(self, chunks: Sequence[ChunkInput]) -> list[StoredChunk]:
-        return writes.insert_chunks(chunks)
-
-    def index_embeddings(self, updates: Sequence[EmbeddingUpdate], dimensions: int) -> int:
-        return writes.index_embeddings(updates, dimensions)
-
-    def delete_document_chunks(self, document_id: int) -> int:
-        return writes.delete_document_chunks(document_id)
-
-    def delete_documents_chunks(self, document_ids: Sequence[int]) -> int:
-        return writes.delete_documents_chunks(document_ids)
-
-    def get_document_chunks(self, document_id: int) -> list[StoredChunk]:
-        return [writes.to_stored(c) for c in Chunk.objects.filter(document_id=document_id)]
-
-    def count_document_chunks(self, document_id: int) -> int:
-        return Chunk.objects.filter(document_id=document_id).count()
 
     # --- lanes --------------------------------------------------------------------------------------
     def vector_search(
@@ -102,33 +69,27 @@ class PostgresRetrievalBackend(KnowledgeRetrievalBackend):
             return hits
         return keyword.keyword_search(scope, query_text, languages, limit, timeout_ms=self.lane_timeout_ms)
 
-    def find_neighbors(
-        self, access_scope: AccessScope, anchors: Iterable[NeighborAnchor], radius: int
-    ) -> list[LaneHit]:
-        return neighbors.find_neighbors(access_scope, anchors, radius)
-
     # --- diagnostics --------------------------------------------------------------------------------
-    def get_text_search_languages(self, tenant_id: int, connector_ids: Sequence[int] | None) -> list[str]:
-        where, params = connector_filter("t", connector_ids)
-        return distinct_values(CHUNK, "language", f"NOT t.is_deleted AND {where}", tenant_id, params)
-
-    def get_populated_embedding_dimensions(
-        self, tenant_id: int, connector_ids: Sequence[int] | None
-    ) -> list[int]:
-        where, params = connector_filter("t", connector_ids)
-        return distinct_values(EMBEDDING, "dimensions", where, tenant_id, params)
-
-    def get_embedding_models(self, tenant_id: int) -> list[tuple[int, str]]:
-        return embedding_models(tenant_id)
-
-    def has_embedding_model(self, tenant_id: int, model: str) -> bool:
-        return ChunkEmbedding.objects.filter(tenant_id=tenant_id, model=model).exists()
-
     def has_keyword_statistics(
         self, tenant_id: int, languages: Sequence[str], connector_ids: Sequence[int] | None
     ) -> bool:
         with connection.cursor() as cursor:
             return bm25.has_statistics(cursor, tenant_id, languages)
+
+    def keyword_warnings(
+        self, tenant_id: int, languages: Sequence[str], connector_ids: Sequence[int] | None
+    ) -> list[str]:
+        if languages and not self.has_keyword_statistics(tenant_id, languages, connector_ids):
+            return [
+                "keyword statistics are missing, so the keyword lane ranks with ts_rank instead of BM25; "
+                "run `manage.py rebuild_keyword_statistics`"
+            ]
+        return []
+
+    def rebuild_keyword_statistics(self, tenant_id: int | None) -> str:
+        with connection.cursor() as cursor:
+            bm25.rebuild_statistics(cursor, tenant_id)
+        return "BM25 statistics rebuilt"
 
     def is_search_timeout(self, error: BaseException) -> bool:
         cause: BaseException | None = error

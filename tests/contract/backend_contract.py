@@ -15,11 +15,17 @@ def keys(corpus: Corpus, hits: list) -> list[str]:  # type: ignore[type-arg]
 
 
 class BackendContractTests:
-    """Subclass and provide `backend` (a KnowledgeRetrievalBackend) and `timeout_error` fixtures."""
+    """Subclass and provide `backend` (a KnowledgeRetrievalBackend) and `timeout_error` fixtures.
+
+    A backend with its own index overrides `settle` to make canonical writes searchable (push, refresh).
+    """
+
+    def settle(self, backend: KnowledgeRetrievalBackend) -> None:
+        """Nothing to do where PostgreSQL is the index."""
 
     @pytest.fixture
     def corpus(self, backend: KnowledgeRetrievalBackend) -> Corpus:
-        return build_corpus(backend)
+        return build_corpus(backend, settle=lambda: self.settle(backend))
 
     def vector(self, corpus: Corpus, scope, vec, limit: int = 10, dims: int = DIM):  # type: ignore[no-untyped-def]
         return keys(corpus, corpus.backend.vector_search(scope, vec, dims, limit))
@@ -42,6 +48,7 @@ class BackendContractTests:
         corpus.backend.index_embeddings(
             [EmbeddingUpdate(chunk_id=chunk.id, vector=basis(7), model=MODEL)], DIM
         )
+        corpus.settle()
         hits = corpus.backend.vector_search(scope, basis(7), DIM, 1)
         assert keys(corpus, hits) == ["public"] and hits[0].score == pytest.approx(1.0, abs=1e-6)
 
@@ -66,6 +73,7 @@ class BackendContractTests:
         assert corpus.backend.delete_document_chunks(doc.pk) == 0
         assert corpus.backend.delete_document_chunks(10**12) == 0
         assert corpus.backend.count_document_chunks(doc.pk) == 0
+        corpus.settle()
         assert "public" not in self.vector(corpus, corpus.alice_scope(), basis(0))
         assert "public" not in self.keyword(corpus, corpus.alice_scope(), "quick brown fox")
 
@@ -188,3 +196,41 @@ class BackendContractTests:
 
     def test_health(self, backend: KnowledgeRetrievalBackend) -> None:
         backend.health()
+
+    # --- sync hooks ---------------------------------------------------------------------------------
+    def test_an_acl_change_reaches_both_lanes(self, corpus: Corpus) -> None:
+        from knowledge.services.documents import document_set_acl
+
+        document_set_acl(document=corpus.docs["alice"], is_public=False, principals=[corpus.bob])
+        corpus.settle()
+        assert "alice" not in self.vector(corpus, corpus.alice_scope(), basis(1))
+        assert "alice" not in self.keyword(corpus, corpus.alice_scope(), "alice salary")
+        assert self.vector(corpus, corpus.bob_scope(), basis(1))[:1] == ["alice"]
+        assert self.keyword(corpus, corpus.bob_scope(), "alice salary")[:1] == ["alice"]
+
+    def test_a_soft_delete_and_a_deletion_reach_both_lanes(self, corpus: Corpus) -> None:
+        from knowledge.services.documents import document_hard_delete, document_soft_delete
+
+        document_soft_delete(document=corpus.docs["staging"])
+        document_hard_delete(document_id=corpus.docs["second"].pk)
+        corpus.settle()
+        found = set(self.vector(corpus, corpus.scope(bypass_acl=True), basis(3)))
+        found |= set(self.keyword(corpus, corpus.scope(bypass_acl=True), "staging checklist second notes"))
+        assert not found & {"staging", "second"}
+
+    def test_pushing_the_same_state_twice_changes_nothing(self, corpus: Corpus) -> None:
+        from knowledge.services.index_sync import documents_push
+
+        ids = [d.pk for d in corpus.docs.values()]
+        before = (
+            self.vector(corpus, corpus.alice_scope(), basis(0)),
+            self.keyword(corpus, corpus.alice_scope(), "fox"),
+        )
+        documents_push(document_ids=ids)
+        documents_push(document_ids=ids)
+        corpus.settle()
+        after = (
+            self.vector(corpus, corpus.alice_scope(), basis(0)),
+            self.keyword(corpus, corpus.alice_scope(), "fox"),
+        )
+        assert after == before

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.utils import timezone
@@ -38,6 +39,8 @@ class Corpus:
     bob: Principal
     eng: Principal
     docs: dict[str, Document] = field(default_factory=dict)
+    # Makes canonical writes searchable: nothing for PostgreSQL, a push and refresh for an index.
+    settle: Callable[[], None] = field(default=lambda: None)
 
     def scope(self, *tokens: str, **kwargs: object) -> SearchScope:
         return SearchScope(tenant_id=self.tenant.pk, principal_tokens=frozenset(tokens), **kwargs)  # type: ignore[arg-type]
@@ -105,10 +108,11 @@ class Corpus:
                 len(vectors[0]),
             )
         self.docs[key] = document
+        self.settle()
         return document
 
 
-def build_corpus(backend: KnowledgeRetrievalBackend) -> Corpus:
+def build_corpus(backend: KnowledgeRetrievalBackend, settle: Callable[[], None] | None = None) -> Corpus:
     tenant = Tenant.objects.create(slug="contract-a", name="A")
     other = Tenant.objects.create(slug="contract-b", name="B")
     eng = Principal.objects.create(tenant=tenant, kind="group", external_id="eng")
@@ -128,6 +132,8 @@ def build_corpus(backend: KnowledgeRetrievalBackend) -> Corpus:
         eng=eng,
     )
     c = corpus
+    if settle is not None:
+        c.settle = settle
     c.add("public", ["the quick brown fox jumps over the lazy dog"], [basis(0)])
     c.add("alice", ["alice private salary review notes"], [basis(1)], tokens=(alice.acl_token,))
     c.add(

@@ -67,7 +67,7 @@ class RecordingIndexBackend(PostgresRetrievalBackend):
         cls.unavailable = False
         cls.failing.clear()
 
-    def sync_document_access(self, states: Sequence[Any]) -> dict[int, str]:
+    def sync_document_access(self, states: Sequence[Any], generation: int | None = None) -> dict[int, str]:
         if self.unavailable:
             raise BackendUnavailable("index down (on command)")
         failed = {}

@@ -25,7 +25,7 @@ from retrieval_backends.registry import reset_backend
 from tests.factories import ConnectorFactory, EnvironmentFactory, GroupFactory
 from tests.knowledge.fake_backends import RecordingIndexBackend
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.django_db(transaction=True)  # versions bump once per transaction
 INDEX = "tests.knowledge.fake_backends.RecordingIndexBackend"
 
 

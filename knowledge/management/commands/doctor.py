@@ -1,4 +1,4 @@
-"""Checks the deployment (database, pgvector, Redis, backend, plugins, indexes) and says what to fix."""
+"""Checks the deployment (database, Redis, backend and its store, plugins, indexes) and says what to fix."""
 
 from __future__ import annotations
 
@@ -17,19 +17,6 @@ from knowledge.pipeline.active import active_embedder, active_spec
 from knowledge.pipeline.validation import validate_pipeline
 from knowledge.services.documents import CLIENT_MODEL
 from retrieval_backends.registry import get_backend
-
-PGVECTOR_MINIMUM = (0, 7)
-PGVECTOR_ITERATIVE_SCANS = (0, 8)
-EMBEDDING_SQL = """
-SELECT t.slug,
-       count(DISTINCT e.chunk_id),
-       count(DISTINCT e.chunk_id) FILTER (WHERE e.model = %(model)s AND e.dimensions = %(dimensions)s),
-       array_agg(DISTINCT e.model || ' (' || e.dimensions || ' dimensions)')
-           FILTER (WHERE e.model <> %(model)s OR e.dimensions <> %(dimensions)s)
-FROM knowledge_chunkembedding e JOIN knowledge_tenant t ON t.id = e.tenant_id
-WHERE e.model <> %(client)s AND NOT e.is_deleted
-GROUP BY t.slug ORDER BY t.slug
-"""
 
 
 @dataclass(frozen=True)
@@ -61,30 +48,6 @@ def check_database() -> list[Finding]:
     return [_ok("database", f"reachable (PostgreSQL {version})")]
 
 
-def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in text.split(".") if part.isdigit())
-
-
-def check_pgvector() -> list[Finding]:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
-        row = cursor.fetchone()
-    if row is None:
-        return [
-            Finding("FAIL", "pgvector", "the vector extension is not installed", "run `manage.py migrate`")
-        ]
-    version = _version(row[0])
-    if version < PGVECTOR_MINIMUM:
-        return [
-            Finding(
-                "FAIL", "pgvector", f"version {row[0]} is too old (0.7 or newer needed)",
-                "install pgvector 0.8+ and run `ALTER EXTENSION vector UPDATE`",
-            )
-        ]  # fmt: skip
-    note = "" if version >= PGVECTOR_ITERATIVE_SCANS else "; 0.8+ adds iterative scans for filtered search"
-    return [_ok("pgvector", f"version {row[0]}{note}")]
-
-
 def check_redis() -> list[Finding]:
     client = redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=2, socket_timeout=2)
     try:
@@ -99,10 +62,13 @@ def check_redis() -> list[Finding]:
 def check_backend() -> list[Finding]:
     name = settings.RETRIEVAL_BACKEND_NAME
     try:
-        get_backend().health()
+        backend = get_backend()
+        backend.health()
     except Exception as exc:  # ImproperlyConfigured, BackendUnavailable, ...
         return [Finding("FAIL", "retrieval backend", f"{name}: {exc}", "check KNOWLEDGE_RETRIEVAL_BACKEND")]
-    return [_ok("retrieval backend", f"{name} is healthy")]
+    findings = [_ok("retrieval backend", f"{name} is healthy")]
+    findings += [Finding(*check) for check in backend.doctor_checks()]
+    return findings
 
 
 def check_plugins() -> list[Finding]:
@@ -146,14 +112,7 @@ def check_embeddings() -> list[Finding]:
         f"run `manage.py reindex --embedder {spec}` to re-embed every chunk with it, or set "
         "KNOWLEDGE_EMBEDDER back to the embedder that wrote the stored vectors"
     )
-    params: dict[str, str | int] = {
-        "model": embedder.name,
-        "dimensions": embedder.dimension,
-        "client": CLIENT_MODEL,
-    }
-    with connection.cursor() as cursor:
-        cursor.execute(EMBEDDING_SQL, params)
-        rows = cursor.fetchall()
+    rows = get_backend().embedding_inventory(embedder.name, embedder.dimension, [CLIENT_MODEL])
     findings = []
     for slug, embedded, current, others in rows:
         held = ", ".join(others or [])
@@ -173,7 +132,6 @@ def check_embeddings() -> list[Finding]:
 
 
 DATABASE_CHECKS: tuple[Callable[[], list[Finding]], ...] = (
-    check_pgvector,
     check_backend,
     check_keyword_statistics,
     check_embeddings,

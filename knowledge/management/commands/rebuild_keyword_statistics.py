@@ -6,10 +6,10 @@ import time
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import connection, transaction
+from django.db import transaction
 
 from knowledge.models import KeywordStatistics, Tenant
-from retrieval_backends.postgres.bm25 import rebuild_statistics
+from retrieval_backends.registry import get_backend
 
 
 class Command(BaseCommand):
@@ -28,8 +28,8 @@ class Command(BaseCommand):
                 raise CommandError(f"unknown tenant {options['tenant']!r}")
             tenant_id = tenant.pk
         started = time.monotonic()
-        with transaction.atomic(), connection.cursor() as cursor:
-            rebuild_statistics(cursor, tenant_id)
+        with transaction.atomic():
+            self.stdout.write(get_backend().rebuild_keyword_statistics(tenant_id))
         rows = KeywordStatistics.objects.all()
         if tenant_id is not None:
             rows = rows.filter(tenant_id=tenant_id)

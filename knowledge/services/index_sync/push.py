@@ -34,7 +34,8 @@ class PushOutcome:
 
 MARK_CLEAN = """
 UPDATE knowledge_document d
-SET synced_version = v.version, sync_error = '', sync_attempts = 0, sync_retry_at = NULL
+SET synced_version = v.version, sync_error = '', sync_attempts = 0, sync_retry_at = NULL,
+    index_bumped_by = NULL  -- a later change, even in the same transaction, bumps again
 FROM unnest(%s::bigint[], %s::bigint[]) AS v(id, version)
 WHERE d.id = v.id AND d.synced_version < v.version
 """

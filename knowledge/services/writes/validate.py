@@ -8,13 +8,13 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import connection
 
 from knowledge.connectors.types import SourceAcl, SourceDocument
 from knowledge.errors import InvalidInput, KnowledgeError, PayloadTooLarge
 from knowledge.models import Connector, Document, Environment
 from knowledge.services.acl import MAX_ACL_NAMES, connector_default_acl
 from retrieval_backends.base import vector_problem
+from retrieval_backends.registry import get_backend
 
 
 @dataclass(frozen=True)
@@ -38,10 +38,8 @@ def content_hash(content: str) -> str:
 
 
 def text_search_languages() -> set[str]:
-    """The text-search configurations PostgreSQL knows."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT cfgname::text FROM pg_ts_config")
-        return {row[0] for row in cursor.fetchall()}
+    """The languages documents may use (the backend's text-search configurations)."""
+    return get_backend().supported_languages()
 
 
 @dataclass

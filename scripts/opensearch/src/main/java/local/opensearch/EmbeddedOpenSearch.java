@@ -40,6 +40,7 @@ public final class EmbeddedOpenSearch {
         "org.opensearch.painless.PainlessPlugin",             // k-NN extends painless
         "org.opensearch.analysis.common.CommonAnalysisPlugin", // english analyzer etc.
         "org.opensearch.index.mapper.MapperExtrasPlugin",     // rank_feature, scaled_float, ...
+        "org.opensearch.index.reindex.ReindexPlugin",         // _delete_by_query, _reindex
         "org.opensearch.knn.plugin.KNNPlugin",                // knn_vector (lucene engine)
     };
 

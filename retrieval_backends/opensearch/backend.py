@@ -1,0 +1,147 @@
+"""The OpenSearch retrieval backend: lanes on OpenSearch, canonical chunks and vectors in PostgreSQL.
+
+It composes the canonical store (writes land in PostgreSQL first, in the caller's transaction) and
+mirrors it into OpenSearch through the sync hooks, which the index-sync reconciler drives. Hits are
+ids and scores only; callers verify and rehydrate them from PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cached_property
+from typing import Any
+
+from opensearchpy import OpenSearch
+from opensearchpy.exceptions import NotFoundError
+
+from retrieval_backends.base import BackendUnavailable, KnowledgeRetrievalBackend
+from retrieval_backends.opensearch import generations, writes
+from retrieval_backends.opensearch.client import ClientOptions, build_client, call, is_timeout
+from retrieval_backends.opensearch.mappings import ANALYZERS, FALLBACK_ANALYZER, Names
+from retrieval_backends.opensearch.queries import keyword_body, to_hits, vector_body
+from retrieval_backends.postgres.store import CanonicalStore, CanonicalStoreMixin
+from retrieval_backends.types import DocumentState, LaneHit, SearchScope
+
+
+class LaneTimedOut(Exception):
+    """OpenSearch answered with `timed_out: true`: its hits are partial and must not be used silently."""
+
+
+class OpenSearchRetrievalBackend(CanonicalStoreMixin, KnowledgeRetrievalBackend):
+    requires_result_verification = True
+    requires_index_sync = True
+    mirrors_content = True
+    name = "opensearch"
+
+    def __init__(
+        self,
+        *,
+        url: str = "http://127.0.0.1:9200",
+        username: str = "",
+        password: str = "",
+        ca_certs: str | None = None,
+        verify_certs: bool = True,
+        index_prefix: str = "knowledge",
+        timeout_ms: int = 10000,
+        lane_timeout_ms: int = 2000,
+        **options: Any,
+    ) -> None:
+        super().__init__(**options)
+        self.store = CanonicalStore()
+        self.names = Names(index_prefix)
+        self.client_options = ClientOptions(url, username, password, ca_certs, verify_certs, timeout_ms)
+        self.lane_timeout_ms = lane_timeout_ms
+
+    @cached_property
+    def client(self) -> OpenSearch:
+        # Built on first use, so a forked worker never shares its parent's sockets.
+        return build_client(self.client_options)
+
+    # --- lanes --------------------------------------------------------------------------------------
+    def _search(self, index: str, body: dict[str, Any]) -> dict[str, Any]:
+        timeout = self.lane_timeout_ms / 1000 + 0.5  # the server-side timeout answers first
+        try:
+            response: dict[str, Any] = self.client.search(index=index, body=body, request_timeout=timeout)
+        except NotFoundError:
+            return {"hits": {"hits": []}, "timed_out": False}  # nothing indexed there yet
+        if response.get("timed_out"):
+            raise LaneTimedOut(f"OpenSearch search of {index} timed out after {self.lane_timeout_ms} ms")
+        return response
+
+    def vector_search(
+        self,
+        scope: SearchScope,
+        query_embedding: Sequence[float],
+        dimensions: int,
+        limit: int,
+        *,
+        model: str | None = None,
+    ) -> list[LaneHit]:
+        if scope.sees_nothing or limit <= 0:
+            return []
+        if len(query_embedding) != dimensions:
+            raise ValueError(f"query vector has {len(query_embedding)} dimensions, expected {dimensions}")
+        body = vector_body(scope, query_embedding, limit, model, self.lane_timeout_ms)
+        return to_hits(self._search(self.names.vectors(dimensions), body), cosine_from_lucene=True)
+
+    def keyword_search(
+        self, scope: SearchScope, query_text: str, languages: Sequence[str], limit: int
+    ) -> list[LaneHit]:
+        if scope.sees_nothing or limit <= 0 or not query_text.strip() or not languages:
+            return []
+        body = keyword_body(scope, query_text, languages, limit, self.lane_timeout_ms)
+        return to_hits(self._search(self.names.chunks, body))
+
+    def keyword_warnings(
+        self, tenant_id: int, languages: Sequence[str], connector_ids: Sequence[int] | None
+    ) -> list[str]:
+        unmapped = sorted(set(languages) - set(ANALYZERS))
+        if not unmapped:
+            return []
+        return [
+            f"no OpenSearch analyzer for {', '.join(unmapped)}: its chunks are analysed with "
+            f"'{FALLBACK_ANALYZER}' (no stemming or stop words)"
+        ]
+
+    def has_keyword_statistics(
+        self, tenant_id: int, languages: Sequence[str], connector_ids: Sequence[int] | None
+    ) -> bool:
+        return True  # OpenSearch keeps BM25 statistics itself
+
+    def is_search_timeout(self, error: BaseException) -> bool:
+        return isinstance(error, LaneTimedOut) or is_timeout(error)
+
+    # --- health -------------------------------------------------------------------------------------
+    def health(self) -> None:
+        try:
+            status = call(lambda: self.client.cluster.health(request_timeout=5), "cluster health")["status"]
+        except Exception as exc:
+            raise BackendUnavailable(f"OpenSearch is unreachable: {exc}") from exc
+        if status == "red":
+            raise BackendUnavailable("the OpenSearch cluster is red (a primary shard is unassigned)")
+
+    def doctor_checks(self) -> list[tuple[str, str, str, str]]:
+        return [*self.store.doctor_checks(), *generations.doctor_checks(self.client, self.names)]
+
+    def refresh(self) -> None:
+        """Make every write searchable now (tests; production relies on the refresh interval)."""
+        call(lambda: self.client.indices.refresh(index=f"{self.names.prefix}-*"), "refresh")
+
+    # --- sync hooks ---------------------------------------------------------------------------------
+    def sync_document_access(
+        self, states: Sequence[DocumentState], generation: int | None = None
+    ) -> dict[int, str]:
+        targets = writes.IndexTargets(self.names, generation)
+        return writes.push_states(self.client, self.names, states, targets)
+
+    def sync_document_deletions(self, document_ids: Sequence[int]) -> dict[int, str]:
+        return writes.delete_documents(self.client, self.names, document_ids)
+
+    def start_index_generation(self, dimensions: Sequence[int]) -> int | None:
+        return generations.start(self.client, self.names, dimensions)
+
+    def activate_index_generation(self, generation: int) -> None:
+        generations.activate(self.client, self.names, generation)
+
+    def abandon_index_generation(self, generation: int) -> None:
+        generations.abandon(self.client, self.names, generation)
