@@ -7,6 +7,7 @@ import pytest
 from knowledge.pipeline.fusers.base import FusedHit
 from knowledge.pipeline.fusers.dbsf import DBSFFuser
 from knowledge.pipeline.fusers.rrf import RRFFuser
+from knowledge.pipeline.fusers.scores import mean_and_stdev
 from knowledge.pipeline.fusers.weighted import WeightedFuser, min_max
 from knowledge.pipeline.fusers.zscore import ZScoreFuser
 from retrieval_backends.types import LaneHit
@@ -159,3 +160,8 @@ def test_dbsf_maps_mean_plus_minus_three_sigma_to_the_unit_interval() -> None:
     assert scored(fused) == [(B, 0.583333), (A, 0.5), (D, 0.25), (C, 0.166667)]
     single = DBSFFuser(alpha=0.5).fuse({"vector": [hit(A, 0.9)], "keyword": [hit(B, 0.2), hit(C, 0.2)]})
     assert scored(single) == [(A, 0.25), (B, 0.25), (C, 0.25)]
+
+
+def test_mean_and_sample_standard_deviation() -> None:
+    assert mean_and_stdev([9.0, 6.0, 3.0]) == (6.0, 3.0)
+    assert mean_and_stdev([2.0]) == (2.0, 0.0) and mean_and_stdev([]) == (0.0, 0.0)

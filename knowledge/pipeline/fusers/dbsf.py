@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Mapping
 
-from knowledge.pipeline.fusers.scores import Normalised, ScoreFuser
+from knowledge.pipeline.fusers.scores import Normalised, ScoreFuser, mean_and_stdev
 
 
 class DBSFFuser(ScoreFuser):
@@ -16,9 +15,8 @@ class DBSFFuser(ScoreFuser):
     """
 
     def normalise(self, lane: str, scores: Mapping[int, float]) -> Normalised:
-        values = list(scores.values())
-        spread = statistics.stdev(values) if len(values) > 1 else 0.0
+        mean, spread = mean_and_stdev(list(scores.values()))
         if spread == 0.0:
             return Normalised(dict.fromkeys(scores, 0.5))
-        low = statistics.fmean(values) - 3.0 * spread
+        low = mean - 3.0 * spread
         return Normalised({key: (value - low) / (6.0 * spread) for key, value in scores.items()})

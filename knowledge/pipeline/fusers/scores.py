@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -27,6 +28,14 @@ def lane_scores(hits: Sequence[LaneHit]) -> dict[int, float]:
     for hit in hits:
         scores.setdefault(hit.chunk_id, hit.score)
     return scores
+
+
+def mean_and_stdev(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (0 for fewer than two values); two passes, no fractions."""
+    mean = math.fsum(values) / len(values) if values else 0.0
+    if len(values) < 2:
+        return mean, 0.0
+    return mean, math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1))
 
 
 def default_alpha() -> float:

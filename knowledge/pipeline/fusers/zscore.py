@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Mapping
 
-from knowledge.pipeline.fusers.scores import Normalised, ScoreFuser
+from knowledge.pipeline.fusers.scores import Normalised, ScoreFuser, mean_and_stdev
 
 MISSING = ("min", "mean")
 
@@ -31,10 +30,8 @@ class ZScoreFuser(ScoreFuser):
         self.missing = missing
 
     def normalise(self, lane: str, scores: Mapping[int, float]) -> Normalised:
-        values = list(scores.values())
-        spread = statistics.stdev(values) if len(values) > 1 else 0.0
+        mean, spread = mean_and_stdev(list(scores.values()))
         if spread == 0.0:
             return Normalised(dict.fromkeys(scores, 0.0), 0.0)
-        mean = statistics.fmean(values)
         z = {key: (value - mean) / spread for key, value in scores.items()}
         return Normalised(z, min(z.values()) if self.missing == "min" else 0.0)
