@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from django.conf import settings
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.permissions import AllowAny
@@ -30,6 +29,7 @@ from knowledge.api.serializers import (
 )
 from knowledge.errors import NotFound
 from knowledge.models import Document
+from knowledge.pipeline.registry import configured_name
 from knowledge.selectors.documents import document_get, document_list
 from knowledge.selectors.health import dependency_health
 from knowledge.selectors.scopes import (
@@ -74,11 +74,8 @@ def _render_hit(
         row["explain"] = {
             "lane_ranks": hit.lane_ranks,
             "lane_scores": {"vector": row["similarity"], "keyword": row["text_rank"]},
-            "fusion": "rrf",
-            "rrf_k": settings.KNOWLEDGE_RRF_K,
-            "rrf_terms": {
-                lane: 1 / (settings.KNOWLEDGE_RRF_K + rank) for lane, rank in hit.lane_ranks.items()
-            },
+            "fusion": configured_name("fuser"),
+            "fusion_terms": hit.fusion_terms,
         }
     return row
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from knowledge.evals.datasets import write_json
-from knowledge.evals.report import RunInfo
+from knowledge.evals.report import RunInfo, chart_metrics
 from knowledge.evals.runner import ConfigResult
 
 
@@ -25,13 +25,18 @@ class Drop:
 
 
 def baseline_payload(info: RunInfo, results: Sequence[ConfigResult]) -> dict[str, Any]:
-    """Only what should be stable run to run: throughput is left out."""
+    """Only what should be stable run to run: throughput is left out. Each query's nDCG (at the cut-off
+    nearest 10) is kept too, so that `--compare` can use a baseline."""
+    ndcg = chart_metrics(info.metrics)[0]
     return {
         "dataset": info.dataset,
         "split": info.split,
         "embedder": info.embedder,
         "chunker": info.chunker,
         "configs": {r.name: {m: round(v, 4) for m, v in r.metrics.items()} for r in results},
+        "per_query": {
+            r.name: {q: {ndcg: round(s[ndcg], 6)} for q, s in sorted(r.per_query.items())} for r in results
+        },
     }
 
 

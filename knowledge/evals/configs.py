@@ -6,17 +6,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from knowledge.pipeline.registry import build
+from knowledge.pipeline.registry import DEFAULTS, build
 from knowledge.selectors.search import Stages
 
 
 @dataclass(frozen=True)
 class EvalConfig:
-    """One row of the report: lanes plus the fuser and reranker (by registry name) that rank them."""
+    """One row of the report: lanes plus the fuser and reranker (by registry name) that rank them; the
+    fuser is the project's default one unless named."""
 
     name: str
     lanes: tuple[str, ...]
-    fuser: str = "rrf"
+    fuser: str = DEFAULTS["fuser"]
     reranker: str = "none"
     fuser_options: dict[str, Any] = field(default_factory=dict)
 
@@ -30,14 +31,27 @@ class EvalConfig:
         )
 
 
+HYBRID = ("vector", "keyword")
 CONFIGS: dict[str, EvalConfig] = {
     c.name: c
     for c in (
         EvalConfig("keyword", ("keyword",)),
         EvalConfig("vector", ("vector",)),
-        EvalConfig("hybrid", ("vector", "keyword")),
-        EvalConfig("hybrid+mmr", ("vector", "keyword"), reranker="mmr"),
-        EvalConfig("hybrid-weighted", ("vector", "keyword"), fuser="weighted", fuser_options={"alpha": 0.5}),
+        EvalConfig("hybrid", HYBRID),
+        EvalConfig("hybrid+mmr", HYBRID, reranker="mmr"),
+        # The other fusion candidates, each with its own constants (not the deployment's settings).
+        EvalConfig("hybrid-rrf", HYBRID, fuser="rrf", fuser_options={"k": 60}),
+        EvalConfig("hybrid-weighted", HYBRID, fuser="weighted", fuser_options={"alpha": 0.5}),
+        EvalConfig(
+            "hybrid-tm2c2",
+            HYBRID,
+            fuser="weighted",
+            fuser_options={"alpha": 0.5, "normalization": "theoretical"},
+        ),
+        EvalConfig("hybrid-dbsf", HYBRID, fuser="dbsf", fuser_options={"alpha": 0.5}),
+        EvalConfig(
+            "hybrid-zscore-mean", HYBRID, fuser="zscore", fuser_options={"alpha": 0.5, "missing": "mean"}
+        ),
     )
 }
 

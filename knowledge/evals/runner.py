@@ -18,7 +18,7 @@ MAX_CHUNKS = 200  # a document has several chunks, so the top max(k) documents n
 
 @dataclass
 class ConfigResult:
-    """One configuration's mean metrics, throughput and per-query scores."""
+    """One configuration's mean metrics, throughput, per-query scores and ranked documents (top max(k))."""
 
     name: str
     metrics: dict[str, float]
@@ -26,6 +26,7 @@ class ConfigResult:
     seconds: float
     per_query: dict[str, dict[str, float]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    ranked: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def queries_per_second(self) -> float:
@@ -78,11 +79,13 @@ def run_config(
     context = _Context(public_scope(connector), dict(documents), chunk_limit(metrics.ks))
     stages = config.stages()
     scores: dict[str, dict[str, float]] = {}
+    kept: dict[str, list[str]] = {}
     warnings: dict[str, None] = {}
     started = time.perf_counter()
     for query_id in ids:
         ranked, found = _ranked(context, dataset.queries[query_id], config, stages)
         scores[query_id] = per_query(ranked, dataset.qrels[query_id], metrics)
+        kept[query_id] = ranked[: max(metrics.ks)]
         warnings.update(dict.fromkeys(found))
         if on_query:
             on_query()
@@ -90,4 +93,4 @@ def run_config(
     means = {
         name: sum(s[name] for s in scores.values()) / len(ids) if ids else 0.0 for name in metrics.names()
     }
-    return ConfigResult(config.name, means, len(ids), seconds, scores, list(warnings))
+    return ConfigResult(config.name, means, len(ids), seconds, scores, list(warnings), kept)

@@ -41,7 +41,12 @@ LAYERS: dict[str, tuple[type, dict[str, str]]] = {
     ),
     "fuser": (
         Fuser,
-        {"rrf": f"{PIPELINE}.fusers.rrf.RRFFuser", "weighted": f"{PIPELINE}.fusers.weighted.WeightedFuser"},
+        {
+            "zscore": f"{PIPELINE}.fusers.zscore.ZScoreFuser",
+            "rrf": f"{PIPELINE}.fusers.rrf.RRFFuser",
+            "weighted": f"{PIPELINE}.fusers.weighted.WeightedFuser",
+            "dbsf": f"{PIPELINE}.fusers.dbsf.DBSFFuser",
+        },
     ),
     "reranker": (
         Reranker,
@@ -58,7 +63,7 @@ LAYERS: dict[str, tuple[type, dict[str, str]]] = {
 DEFAULTS = {
     "embedder": "local",
     "chunker": "heading-prefix",
-    "fuser": "rrf",
+    "fuser": "zscore",
     "reranker": "none",
     "compressor": "none",
 }

@@ -1,4 +1,4 @@
-"""Hybrid search: vector and keyword lanes run concurrently, fused with RRF, verified when needed."""
+"""Hybrid search: vector and keyword lanes run concurrently, are verified when needed, then fused."""
 
 from __future__ import annotations
 
@@ -48,6 +48,7 @@ class SearchHit:
     similarity: float | None
     text_rank: float | None
     lane_ranks: dict[str, int]
+    fusion_terms: dict[str, float] = field(default_factory=dict)  # each lane's share of rrf_score
 
 
 @dataclass
@@ -163,6 +164,7 @@ def _to_search_hit(fused: FusedHit, content: str) -> SearchHit:
         similarity=fused.scores.get("vector"),
         text_rank=fused.scores.get("keyword"),
         lane_ranks=dict(fused.ranks),
+        fusion_terms=dict(fused.terms),
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from rest_framework.test import APIClient
 
@@ -86,14 +88,33 @@ def test_bypass_sees_everything(admin_api: APIClient, corpus: None) -> None:
     ]
 
 
-def test_explain_adds_lane_ranks_and_rrf_terms(api: APIClient, corpus: None) -> None:
+def test_explain_adds_lane_ranks_and_fusion_terms(api: APIClient, corpus: None) -> None:
     plain = post(api, "search", {"query": "ferry"}).json()["results"][0]
     assert "explain" not in plain
     result = post(api, "search", {"query": "ferry", "explain": True}).json()["results"][0]
     explain = result["explain"]
-    assert explain["fusion"] == "rrf" and explain["lane_ranks"] == {"vector": 1, "keyword": 1}
+    assert explain["fusion"] == "zscore" and explain["lane_ranks"] == {"vector": 1, "keyword": 1}
     assert explain["lane_scores"] == {"vector": result["similarity"], "keyword": result["text_rank"]}
-    assert sum(explain["rrf_terms"].values()) == pytest.approx(result["rrf_score"])
+    assert set(explain["fusion_terms"]) == {"vector", "keyword"}
+    assert sum(explain["fusion_terms"].values()) == pytest.approx(result["rrf_score"])
+
+
+def test_explain_names_the_configured_fuser_and_its_terms(
+    api: APIClient, corpus: None, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from knowledge.pipeline.registry import reset_pipeline
+
+    monkeypatch.setenv("KNOWLEDGE_FUSER", "rrf")
+    settings.KNOWLEDGE_FUSER = "rrf"
+    reset_pipeline()
+    try:
+        result = post(api, "search", {"query": "ferry", "explain": True}).json()["results"][0]
+    finally:
+        reset_pipeline()
+    assert result["explain"]["fusion"] == "rrf"
+    k = settings.KNOWLEDGE_RRF_K
+    assert result["explain"]["fusion_terms"] == pytest.approx({"vector": 1 / (k + 1), "keyword": 1 / (k + 1)})
+    assert result["rrf_score"] == pytest.approx(2 / (k + 1))
 
 
 def test_top_k_limits_results(admin_api: APIClient, corpus: None) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 from pathlib import Path
@@ -13,11 +14,19 @@ from django.core.management import CommandError, call_command
 from knowledge.evals.configs import CONFIGS
 from knowledge.evals.datasets import FIXTURE_DIR, FIXTURE_TENANT, corpus_ingest, load_dataset
 from knowledge.models import Connector
-from knowledge.pipeline.active import active_embedder, embedder_for
+from knowledge.pipeline.active import active_embedder, embedder_for, forget_active_embedder
+from knowledge.pipeline.embedders.local import MODEL_PACKAGE, TOKENIZER_PACKAGE
 from knowledge.pipeline.registry import configured_name
 
 pytestmark = pytest.mark.django_db
 BASELINE = FIXTURE_DIR / "baseline.json"
+LOCAL_BASELINE = FIXTURE_DIR / "baseline-local.json"
+EMBEDDER = embedder_for(configured_name("embedder")).name  # the configured one (no reindex switch in tests)
+LOCAL_MODEL_MISSING = [
+    package
+    for package in (MODEL_PACKAGE, TOKENIZER_PACKAGE, "onnxruntime", "tokenizers")
+    if importlib.util.find_spec(package) is None
+]
 
 
 def evals(*args: str) -> str:
@@ -63,6 +72,22 @@ def test_hybrid_beats_a_single_lane(report: Any) -> None:
     assert metrics["hybrid"]["ndcg@10"] > min(metrics["keyword"]["ndcg@10"], metrics["vector"]["ndcg@10"])
 
 
+@pytest.mark.skipif(bool(LOCAL_MODEL_MISSING), reason="the local model is not installed")
+def test_with_the_local_model_its_baseline_holds_and_hybrid_is_not_below_either_lane(
+    settings: Any, tmp_path: Path
+) -> None:
+    settings.KNOWLEDGE_EMBEDDER = "local"  # the suite's settings choose hashing
+    forget_active_embedder()
+    output = evals("--baseline", str(LOCAL_BASELINE), "--json", str(tmp_path / "local.json"))
+    assert "no metric dropped" in output  # the baseline also names the embedder, so MiniLM ran
+    report = json.loads((tmp_path / "local.json").read_text())
+    assert report["embedder"] == json.loads(LOCAL_BASELINE.read_text())["embedder"] != EMBEDDER
+    metrics = {name: row["metrics"] for name, row in report["configs"].items()}
+    best_lane = max(metrics["keyword"]["ndcg@10"], metrics["vector"]["ndcg@10"])
+    assert metrics["hybrid"]["ndcg@10"] >= best_lane - 0.005  # within one rank swap of 42 queries
+    assert metrics["hybrid"]["ndcg@10"] > metrics["hybrid-rrf"]["ndcg@10"]
+
+
 def test_markdown_links_the_chart_relatively(report: Any) -> None:
     folder = report[2]
     markdown = (folder / "r.md").read_text()
@@ -72,12 +97,13 @@ def test_markdown_links_the_chart_relatively(report: Any) -> None:
 
 @pytest.mark.skipif(
     # Decided at collection, before any database exists: the configured embedder (no reindex switch in tests).
-    embedder_for(configured_name("embedder")).name != "hashing-sha256-384",
+    EMBEDDER != "hashing-sha256-384",
     reason="the baseline is recorded with hashing",
 )
 def test_the_committed_baseline_holds_and_runs_are_deterministic(tmp_path: Path) -> None:
-    first = evals("--baseline", str(BASELINE), "--json", str(tmp_path / "a.json"))
+    first = evals("--baseline", str(BASELINE), "--json", str(tmp_path / "a.json"), "--compare", str(BASELINE))
     assert "no metric dropped" in first
+    assert "hybrid: 0 improved, 0 worsened, 42 unchanged; mean delta +0.0000" in first
     second = evals("--json", str(tmp_path / "b.json"))
     assert "52 deleted" in second  # the fixture is re-ingested on every run
 
@@ -117,9 +143,41 @@ def test_a_new_embedder_or_chunker_reingests_and_an_unchanged_corpus_is_reused()
     assert forced.purged == first.stats.written and not forced.reused
 
 
+def test_compare_prints_each_changed_query_and_failures_lists_the_drops(tmp_path: Path) -> None:
+    earlier = tmp_path / "earlier.json"
+    evals("--configs", "keyword", "--json", str(earlier))
+    data = json.loads(earlier.read_text())
+    scores = data["per_query"]["keyword"]
+    assert scores["q15"]["ndcg@10"] == 0.0 and scores["q01"]["ndcg@10"] == 1.0  # a paraphrase; an error code
+    scores["q15"]["ndcg@10"], scores["q01"]["ndcg@10"] = 1.0, 0.25
+    earlier.write_text(json.dumps(data))
+    failures = tmp_path / "failures.jsonl"
+    output = evals("--configs", "keyword", "--compare", str(earlier), "--failures", str(failures))
+    assert "  -1.0000  1.0000 → 0.0000  q15  getting paid back for work purchases" in output
+    assert "  +0.7500  0.2500 → 1.0000  q01  what does E4471 mean" in output
+    assert "keyword: 1 improved, 1 worsened, 40 unchanged; mean delta -0.0060" in output
+    (row,) = [json.loads(line) for line in failures.read_text().splitlines()]
+    dataset = load_dataset(FIXTURE_DIR, "test")
+    assert (row["config"], row["query_id"], row["query"]) == ("keyword", "q15", dataset.queries["q15"])
+    assert (row["before"], row["after"], row["delta"]) == (1.0, 0.0, -1.0)
+    relevant = {doc: grade for doc, grade in dataset.qrels["q15"].items() if grade > 0}
+    assert {d["id"]: d["grade"] for d in row["expected"]} == relevant
+    assert all(d["title"] for d in row["expected"])  # titles come from the ingested documents
+    assert 0 < len(row["got"]) <= 10 and not any(d["id"] in relevant for d in row["got"])
+
+
+def test_compare_refuses_another_dataset(tmp_path: Path) -> None:
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"dataset": "scifact", "split": "train", "per_query": {"keyword": {}}}))
+    with pytest.raises(CommandError, match="scores 'scifact' \\(train\\); this run is 'fixture' \\(test\\)"):
+        evals("--configs", "keyword", "--compare", str(other))
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
+        (("--failures", "drops.jsonl"), "--failures needs --compare"),
+        (("--configs", "keyword", "--compare", "/nonexistent.json"), "cannot read"),
         (("--configs", "nope"), "unknown configuration"),
         (("--k", "0,5"), "positive"),
         (("--update-baseline",), "needs --baseline"),

@@ -46,16 +46,17 @@ def test_text_query_is_embedded_and_both_lanes_fused(kb) -> None:  # type: ignor
     top = result.hits[0]
     assert top.document_id == docs["cats"].pk
     assert top.lane_ranks == {"vector": 1, "keyword": 1}
-    assert top.rrf_score == pytest.approx(2 / 61)
+    assert set(top.fusion_terms) == {"vector", "keyword"}
+    assert top.rrf_score == pytest.approx(sum(top.fusion_terms.values()))
     assert top.similarity is not None and top.text_rank is not None
     assert result.warnings == []
 
 
 def test_rrf_k_is_configurable(kb) -> None:  # type: ignore[no-untyped-def]
     _, _, scope = kb
-    assert search_chunks(scope=scope, query_text="cats purr", stages=Stages(fuser=RRFFuser(10))).hits[
-        0
-    ].rrf_score == pytest.approx(2 / 11)
+    top = search_chunks(scope=scope, query_text="cats purr", stages=Stages(fuser=RRFFuser(10))).hits[0]
+    assert top.rrf_score == pytest.approx(2 / 11)
+    assert top.fusion_terms == pytest.approx({"vector": 1 / 11, "keyword": 1 / 11})
 
 
 def test_caller_vector_of_unknown_dimension_is_refused_with_the_known_ones(kb) -> None:  # type: ignore[no-untyped-def]

@@ -91,7 +91,7 @@ def test_defaults_without_environment_or_file(plugins) -> None:  # type: ignore[
     assert {layer: configured_name(layer) for layer in LAYERS} == {
         "embedder": "local",
         "chunker": "heading-prefix",
-        "fuser": "rrf",
+        "fuser": "zscore",
         "reranker": "none",
         "compressor": "none",
     }
@@ -108,11 +108,11 @@ def test_file_beats_default_and_passes_options(plugins) -> None:  # type: ignore
 
 def test_environment_beats_file(plugins, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     plugins({"fuser": "weighted", "compressor": "tfidf"})
-    settings.KNOWLEDGE_FUSER = "rrf"  # equal to the default, so it counts only when the variable is set
+    settings.KNOWLEDGE_FUSER = "zscore"  # equal to the default, so it counts only when the variable is set
     assert configured_name("fuser") == "weighted"
-    monkeypatch.setenv("KNOWLEDGE_FUSER", "rrf")
+    monkeypatch.setenv("KNOWLEDGE_FUSER", "zscore")
     assert configured_plugin("fuser").source == "environment variable KNOWLEDGE_FUSER"
-    assert configured_name("fuser") == "rrf"
+    assert configured_name("fuser") == "zscore"
     settings.KNOWLEDGE_COMPRESSOR = "none"
     monkeypatch.setenv("KNOWLEDGE_COMPRESSOR", "none")
     assert type(get_compressor()).__name__ == "NoCompressor"

@@ -11,6 +11,7 @@ from tqdm import tqdm
 from knowledge.connectors import beir
 from knowledge.errors import KnowledgeError
 from knowledge.evals import baseline as baselines
+from knowledge.evals import compare as comparing
 from knowledge.evals.configs import CONFIGS, EvalConfig, select_configs
 from knowledge.evals.datasets import (
     FIXTURE_DIR,
@@ -22,9 +23,9 @@ from knowledge.evals.datasets import (
     write_json,
 )
 from knowledge.evals.metrics import MetricSet, judged_queries
-from knowledge.evals.report import RunInfo, json_report, markdown_report, text_table
+from knowledge.evals.report import RunInfo, chart_metrics, json_report, markdown_report, text_table
 from knowledge.evals.runner import ConfigResult, run_config
-from knowledge.models import Connector
+from knowledge.models import Connector, Document
 from knowledge.pipeline.active import active_embedder
 from knowledge.pipeline.registry import configured_name
 
@@ -67,6 +68,20 @@ class Command(BaseCommand):
         retrieval.add_argument(
             "--update-baseline", action="store_true", help="rewrite --baseline from this run"
         )
+        retrieval.add_argument(
+            "--compare",
+            type=Path,
+            default=None,
+            metavar="EARLIER.json",
+            help="print each query's nDCG@10 change against an earlier --json report or a baseline",
+        )
+        retrieval.add_argument(
+            "--failures",
+            type=Path,
+            default=None,
+            metavar="FILE.jsonl",
+            help="with --compare: write the queries that dropped (query, expected, got) as JSON lines",
+        )
         retrieval.add_argument("--tenant", default=None, help="tenant slug for the corpus (default: derived)")
         retrieval.add_argument("--tolerance", type=float, default=0.01, help="allowed absolute drop (0.01)")
         retrieval.add_argument(
@@ -95,11 +110,14 @@ class Command(BaseCommand):
             for warning in result.warnings:
                 self.stderr.write(f"warning ({result.name}): {warning}")
         self._write_reports(info, results, options)
+        self._compare(info, results, dataset, connector, options)
         self._baseline(info, results, options)
 
     def _parse(self, options: dict[str, Any]) -> tuple[MetricSet, list[EvalConfig], Dataset]:
         if options["update_baseline"] and options["baseline"] is None:
             raise CommandError("--update-baseline needs --baseline FILE")
+        if options["failures"] and options["compare"] is None:
+            raise CommandError("--failures needs --compare EARLIER.json (it lists the queries that dropped)")
         if options["limit_queries"] is not None and options["limit_queries"] < 1:
             raise CommandError("--limit-queries must be at least 1")
         if options["tolerance"] < 0:
@@ -154,6 +172,42 @@ class Command(BaseCommand):
         if options["markdown"]:
             chart = markdown_report(info, results, options["markdown"])
             self.stdout.write(f"Markdown report: {options['markdown']} (chart {chart})")
+
+    def _compare(
+        self,
+        info: RunInfo,
+        results: list[ConfigResult],
+        dataset: Dataset,
+        connector: Connector,
+        options: dict[str, Any],
+    ) -> None:
+        path: Path | None = options["compare"]
+        if path is None:
+            return
+        try:
+            earlier = comparing.load_earlier(path)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        if (earlier.dataset, earlier.split) != (info.dataset, info.split):
+            raise CommandError(
+                f"{path} scores {earlier.dataset!r} ({earlier.split}); "
+                f"this run is {info.dataset!r} ({info.split})"
+            )
+        if earlier.embedder not in (None, info.embedder):
+            self.stdout.write(f"note: {path} was run with the embedder {earlier.embedder!r}")
+        metric = chart_metrics(info.metrics)[0]
+        comparisons = comparing.compare(earlier, results, metric)
+        if not comparisons:
+            names = ", ".join(r.name for r in results)
+            raise CommandError(f"{path} has none of the configurations run: {names}")
+        for comparison in comparisons:
+            self.stdout.write("\n".join(comparing.format_comparison(comparison, dataset.queries)))
+        if options["failures"]:
+            titles = dict(Document.objects.filter(connector=connector).values_list("external_id", "title"))
+            k = int(metric.split("@")[1])
+            rows = comparing.failure_rows(comparisons, results, dataset, titles, k)
+            comparing.write_jsonl(options["failures"], rows)
+            self.stdout.write(f"{len(rows)} dropped queries: {options['failures']}")
 
     def _baseline(self, info: RunInfo, results: list[ConfigResult], options: dict[str, Any]) -> None:
         path: Path | None = options["baseline"]

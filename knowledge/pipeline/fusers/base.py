@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from retrieval_backends.types import LaneHit
 
 
 @dataclass(frozen=True)
 class FusedHit:
-    """A chunk with its fused score and, per lane, its 1-based rank and raw score."""
+    """A chunk with its fused score and, per lane, its 1-based rank, raw score and share of the fused
+    score (`terms`, which add up to `score`; empty when a fuser does not report them)."""
 
     chunk_id: int
     score: float
     ranks: Mapping[str, int]
     scores: Mapping[str, float]
     hit: LaneHit
+    terms: Mapping[str, float] = field(default_factory=dict)
 
 
 class Fuser:

@@ -20,7 +20,7 @@ class RRFFuser(Fuser):
     def fuse(
         self, lanes: Mapping[str, Sequence[LaneHit]], weights: Mapping[str, float] | None = None
     ) -> list[FusedHit]:
-        scores: dict[int, float] = {}
+        terms: dict[int, dict[str, float]] = {}
         ranks: dict[int, dict[str, int]] = {}
         raw: dict[int, dict[str, float]] = {}
         first: dict[int, LaneHit] = {}
@@ -29,9 +29,10 @@ class RRFFuser(Fuser):
             for rank, hit in enumerate(hits, start=1):
                 if lane in ranks.get(hit.chunk_id, {}):
                     continue
-                scores[hit.chunk_id] = scores.get(hit.chunk_id, 0.0) + weight / (self.k + rank)
+                terms.setdefault(hit.chunk_id, {})[lane] = weight / (self.k + rank)
                 ranks.setdefault(hit.chunk_id, {})[lane] = rank
                 raw.setdefault(hit.chunk_id, {})[lane] = hit.score
                 first.setdefault(hit.chunk_id, hit)
+        scores = {cid: sum(parts.values()) for cid, parts in terms.items()}
         order = sorted(scores, key=lambda cid: (-scores[cid], cid))
-        return [FusedHit(cid, scores[cid], ranks[cid], raw[cid], first[cid]) for cid in order]
+        return [FusedHit(cid, scores[cid], ranks[cid], raw[cid], first[cid], terms[cid]) for cid in order]

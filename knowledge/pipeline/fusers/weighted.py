@@ -2,59 +2,52 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
-from django.conf import settings
+from knowledge.pipeline.fusers.scores import Normalised, ScoreFuser
 
-from knowledge.pipeline.fusers.base import FusedHit, Fuser
-from retrieval_backends.types import LaneHit
-
-DEFAULT_ALPHA = 0.5
+NORMALIZATIONS = ("minmax", "theoretical")
+# The lowest score each lane can give: cosine similarity −1, BM25 0 (Bruch, Gai & Ingber 2023, "TM2C2").
+THEORETICAL_MINIMA = {"vector": -1.0, "keyword": 0.0}
 
 
 def min_max(scores: Mapping[int, float]) -> dict[int, float]:
     """Scale to [0, 1]; when every score is equal, each counts fully (1.0)."""
     if not scores:
         return {}
-    low, high = min(scores.values()), max(scores.values())
-    if high == low:
+    return scale(scores, min(scores.values()))
+
+
+def scale(scores: Mapping[int, float], low: float) -> dict[int, float]:
+    """(score − low) / (max − low); when the maximum is not above `low`, each counts fully (1.0)."""
+    high = max(scores.values())
+    if high <= low:
         return dict.fromkeys(scores, 1.0)
     return {key: (value - low) / (high - low) for key, value in scores.items()}
 
 
-class WeightedFuser(Fuser):
+class WeightedFuser(ScoreFuser):
     """Convex combination of normalised lane scores; a hit missing from a lane gets 0 for that lane.
 
-    `alpha` (default: the KNOWLEDGE_FUSION_ALPHA setting, else 0.5) weighs the vector lane and
-    `1 − alpha` the keyword lane. `fuse(weights=...)` replaces these per-lane weights; a lane with no
-    weight (neither vector nor keyword, nor named in `weights`) counts 0.
+    `normalization="minmax"` (the default) maps each lane's lowest and highest score of this query to
+    0 and 1. `"theoretical"` maps the lowest score the lane can give (`minima`, by default cosine −1 and
+    BM25 0; the query's own minimum for other lanes) to 0 and the query's highest score to 1.
     """
 
-    def __init__(self, alpha: float | None = None) -> None:
-        if alpha is None:
-            alpha = float(getattr(settings, "KNOWLEDGE_FUSION_ALPHA", DEFAULT_ALPHA))
-        if not 0.0 <= alpha <= 1.0:
-            raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
-        self.alpha = alpha
+    def __init__(
+        self,
+        alpha: float | None = None,
+        normalization: str = "minmax",
+        minima: Mapping[str, float] | None = None,
+    ) -> None:
+        super().__init__(alpha)
+        if normalization not in NORMALIZATIONS:
+            choices = ", ".join(NORMALIZATIONS)
+            raise ValueError(f"normalization must be one of {choices}, got {normalization!r}")
+        self.normalization = normalization
+        self.minima = dict(THEORETICAL_MINIMA if minima is None else minima)
 
-    def fuse(
-        self, lanes: Mapping[str, Sequence[LaneHit]], weights: Mapping[str, float] | None = None
-    ) -> list[FusedHit]:
-        weights = weights if weights is not None else {"vector": self.alpha, "keyword": 1.0 - self.alpha}
-        totals: dict[int, float] = {}
-        ranks: dict[int, dict[str, int]] = {}
-        raw: dict[int, dict[str, float]] = {}
-        first: dict[int, LaneHit] = {}
-        for lane, hits in lanes.items():
-            lane_scores: dict[int, float] = {}
-            for rank, hit in enumerate(hits, start=1):
-                if hit.chunk_id in lane_scores:
-                    continue
-                lane_scores[hit.chunk_id] = hit.score
-                ranks.setdefault(hit.chunk_id, {})[lane] = rank
-                raw.setdefault(hit.chunk_id, {})[lane] = hit.score
-                first.setdefault(hit.chunk_id, hit)
-            for chunk_id, normalised in min_max(lane_scores).items():
-                totals[chunk_id] = totals.get(chunk_id, 0.0) + weights.get(lane, 0.0) * normalised
-        order = sorted(totals, key=lambda cid: (-totals[cid], cid))
-        return [FusedHit(cid, totals[cid], ranks[cid], raw[cid], first[cid]) for cid in order]
+    def normalise(self, lane: str, scores: Mapping[int, float]) -> Normalised:
+        if self.normalization == "theoretical" and lane in self.minima:
+            return Normalised(scale(scores, self.minima[lane]))
+        return Normalised(min_max(scores))
