@@ -8,9 +8,11 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
+from knowledge.models import Document
 from knowledge.services.index_sync import index_reconcile, index_status
+from knowledge.services.index_sync.rebuild import index_rebuild
 from knowledge.services.index_sync.reconcile import documents_mark_dirty
-from retrieval_backends.base import BackendUnavailable
+from retrieval_backends.base import BackendError, BackendUnavailable
 from retrieval_backends.registry import get_backend
 
 
@@ -25,6 +27,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--all", action="store_true", help="push every document again, not only dirty ones"
         )
+        parser.add_argument(
+            "--rebuild",
+            action="store_true",
+            help="build a fresh index from PostgreSQL and swap it in (blue/green)",
+        )
         parser.add_argument("--batch-size", type=int, default=200)
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -33,6 +40,9 @@ class Command(BaseCommand):
             return
         if options["batch_size"] < 1:
             raise CommandError("--batch-size must be at least 1")
+        if options["rebuild"]:
+            self._rebuild(options["batch_size"])
+            return
         if options["all"]:
             self.stdout.write(f"marked {documents_mark_dirty()} documents to push again")
         status = index_status()
@@ -50,6 +60,16 @@ class Command(BaseCommand):
             f"{stats.seconds:.1f} s ({stats.per_second:.0f}/s)"
         )
         self._status()
+
+    def _rebuild(self, batch_size: int) -> None:
+        total = Document.objects.count()
+        with tqdm(total=total, unit="doc", desc="rebuild", disable=None) as bar:
+            try:
+                stats = index_rebuild(batch_size=batch_size, on_progress=bar.update)
+            except (BackendError, BackendUnavailable) as exc:
+                raise CommandError(f"rebuild failed, the serving index is untouched: {exc}") from None
+        self.stdout.write(stats.message)
+        index_reconcile(time_budget=None)  # what changed while the rebuild read PostgreSQL
 
     def _status(self) -> None:
         status = index_status()

@@ -10,6 +10,7 @@ from tqdm import tqdm
 
 from knowledge.pipeline.active import active_spec, embedder_for
 from knowledge.pipeline.registry import configured_name
+from knowledge.services.index_sync import index_reconcile
 from knowledge.services.reindex import (
     chunks_missing,
     reindex_backfill,
@@ -17,6 +18,7 @@ from knowledge.services.reindex import (
     reindex_prune,
     reindex_switch,
 )
+from retrieval_backends.registry import get_backend
 
 
 class Command(BaseCommand):
@@ -48,7 +50,12 @@ class Command(BaseCommand):
             total=chunks_missing(model=embedder.name), unit="chunk", desc="re-embedding", disable=None
         ) as bar:
             done = reindex_backfill(job=job, batch_size=options["batch_size"], on_progress=bar.update)
+        if get_backend().requires_index_sync:  # the new vectors must be in the index before they serve
+            self.stdout.write("pushing the new vectors to the index")
+            index_reconcile(time_budget=None)
         reindex_switch(job=job)
+        if get_backend().requires_index_sync:
+            index_reconcile(time_budget=None)
         self.stdout.write(f"embedded {done} chunks; {spec} is now the active embedder")
         if options["prune"]:
             self.stdout.write(f"deleted {reindex_prune(keep_model=embedder.name)} vectors of other models")

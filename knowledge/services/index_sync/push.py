@@ -18,6 +18,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from knowledge.models import IndexTombstone
+from knowledge.services.index_sync.locks import index_push
 from knowledge.services.index_sync.snapshot import read_snapshot
 from retrieval_backends.registry import get_backend
 
@@ -72,7 +73,8 @@ def documents_push(*, document_ids: Sequence[int]) -> PushOutcome:
     snapshot = read_snapshot(document_ids=document_ids, with_chunks=backend.mirrors_content)
     outcome = PushOutcome()
     if backend.requires_index_sync and snapshot.states:
-        outcome.failed = dict(backend.sync_document_access(snapshot.states))
+        with index_push():
+            outcome.failed = dict(backend.sync_document_access(snapshot.states))
     versions = {pk: v for pk, v in snapshot.versions.items() if pk not in outcome.failed}
     mark_clean(versions)
     mark_failed(outcome.failed)
@@ -87,7 +89,10 @@ def tombstones_push(*, document_ids: Sequence[int]) -> PushOutcome:
     """Delete these documents from the index, then their tombstones (failed ones keep theirs)."""
     backend = get_backend()
     ids = sorted(set(document_ids))
-    failed = dict(backend.sync_document_deletions(ids)) if backend.requires_index_sync and ids else {}
+    failed: dict[int, str] = {}
+    if backend.requires_index_sync and ids:
+        with index_push():
+            failed = dict(backend.sync_document_deletions(ids))
     done = [i for i in ids if i not in failed]
     IndexTombstone.objects.filter(document_id__in=done).delete()
     for document_id, error in failed.items():

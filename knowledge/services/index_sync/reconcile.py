@@ -19,6 +19,7 @@ from django.db.models import F, Min, Q
 from django.utils import timezone
 
 from knowledge.models import Document, IndexTombstone
+from knowledge.services.index_sync.locks import IndexRebuilding
 from knowledge.services.index_sync.push import documents_push, tombstones_push
 
 LOCK_KEY = 0x6B62_1D5C  # "kb" index reconciler
@@ -99,7 +100,11 @@ def index_reconcile(
             documents, tombstones = due_documents(batch_size), due_tombstones(batch_size)
             if not documents and not tombstones:
                 break
-            _batch(stats, documents, tombstones, on_progress)
+            try:
+                _batch(stats, documents, tombstones, on_progress)
+            except IndexRebuilding:
+                stats.ran = False  # the rebuild's owner pushes; the next run catches up
+                break
     stats.seconds = time.monotonic() - started
     return stats
 

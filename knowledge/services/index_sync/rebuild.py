@@ -1,0 +1,76 @@
+"""Blue/green index rebuild: fill a new generation from PostgreSQL, then swap every alias at once.
+
+Searches keep using the serving generation until the swap. Pushes wait meanwhile (the exclusive
+index lock), so nothing reaches an index about to be dropped; a document changed after the rebuild
+read it keeps a higher version than the one marked pushed, and the reconciler brings the new
+generation up to date as soon as the lock is released. Tombstones older than the rebuild are spent
+(their documents were never copied); newer ones are still applied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.utils import timezone
+
+from knowledge.models import ChunkEmbedding, Document, IndexTombstone
+from knowledge.services.index_sync.locks import index_exclusive
+from knowledge.services.index_sync.push import mark_clean
+from knowledge.services.index_sync.snapshot import read_snapshot
+from retrieval_backends.base import BackendError
+from retrieval_backends.registry import get_backend
+
+
+class RebuildFailed(BackendError):
+    """The new generation could not be filled; the serving one is untouched."""
+
+
+@dataclass
+class RebuildStats:
+    generation: int | None = None
+    documents: int = 0
+    message: str = ""
+
+
+def index_rebuild(*, batch_size: int = 200, on_progress: Callable[[int], None] | None = None) -> RebuildStats:
+    backend = get_backend()
+    if not backend.requires_index_sync:
+        return RebuildStats(
+            message=f"the {backend.name} backend searches PostgreSQL itself; nothing to rebuild"
+        )
+    started = timezone.now()
+    with index_exclusive() as held:
+        if not held:
+            raise RebuildFailed("pushes kept the index busy for a minute; try again")
+        dimensions = sorted(set(ChunkEmbedding.objects.values_list("dimensions", flat=True).distinct()))
+        generation = backend.start_index_generation(dimensions)
+        if generation is None:
+            return RebuildStats(message=f"the {backend.name} backend has no index to rebuild")
+        try:
+            count = _fill(generation, batch_size, on_progress)
+            backend.activate_index_generation(generation)
+        except Exception:
+            backend.abandon_index_generation(generation)
+            raise
+        IndexTombstone.objects.filter(created_at__lt=started).delete()
+    return RebuildStats(generation, count, f"generation {generation} serves {count} documents")
+
+
+def _fill(generation: int, batch_size: int, on_progress: Callable[[int], None] | None) -> int:
+    backend, last, count = get_backend(), 0, 0
+    while ids := list(
+        Document.objects.filter(pk__gt=last).order_by("pk").values_list("pk", flat=True)[:batch_size]
+    ):
+        snapshot = read_snapshot(document_ids=ids, with_chunks=True)
+        failures = backend.sync_document_access(snapshot.states, generation=generation)
+        if failures:
+            first = next(iter(failures.items()))
+            raise RebuildFailed(
+                f"{len(failures)} documents could not be written, e.g. {first[0]}: {first[1]}"
+            )
+        mark_clean(snapshot.versions)
+        last, count = ids[-1], count + len(snapshot.states)
+        if on_progress:
+            on_progress(len(ids))
+    return count
