@@ -23,8 +23,10 @@ from knowledge.connectors.registry import connector_kind
 from knowledge.connectors.types import Listing, SourceError
 from knowledge.models import Connector, SyncRun
 from knowledge.services.deletion import documents_delete
+from knowledge.services.enqueue import send_task
 from knowledge.services.index_sync.reconcile import documents_mark_dirty
 from knowledge.services.writes import WriteStats, documents_write
+from retrieval_backends.registry import get_backend
 
 
 @dataclass(frozen=True)
@@ -59,13 +61,29 @@ def connector_sync(*, connector: Connector, full: bool = False) -> SyncOutcome:
         errors = [*listing.errors, *stats.errors]
         deleted, warnings = _prune(connector, listing)
         if full:
-            documents_mark_dirty(connector_id=connector.pk)
+            _repush(connector)
     except Exception as exc:
         _finish(connector, run, [*(e.message for e in errors), f"{type(exc).__name__}: {exc}"])
         raise
     messages = [e.message for e in errors]
     _finish(connector, run, messages, stats=stats, deleted=deleted)
     return SyncOutcome(claimed=True, stats=stats, deleted=deleted, errors=tuple(messages), warnings=warnings)
+
+
+REPUSH_BATCH = 100
+
+
+def _repush(connector: Connector) -> None:
+    """Mark every document dirty, and queue pushes in batches so several workers share the work
+    (the reconciler covers whatever a lost task leaves)."""
+    from knowledge.tasks import sync_documents_to_index
+
+    documents_mark_dirty(connector_id=connector.pk)
+    if not get_backend().requires_index_sync:
+        return
+    ids = list(connector.documents.order_by("pk").values_list("pk", flat=True))
+    for start in range(0, len(ids), REPUSH_BATCH):
+        send_task(sync_documents_to_index, ids[start : start + REPUSH_BATCH])
 
 
 def _progress(run: SyncRun) -> Callable[[int, int], None]:

@@ -67,18 +67,23 @@ def mark_failed(failures: dict[int, str]) -> None:
             cursor.execute(MARK_FAILED, [MAX_RETRY_SECONDS, payload])
 
 
-def documents_push(*, document_ids: Sequence[int]) -> PushOutcome:
-    """Push the documents' absolute state (and the deletion of those gone) to the backend."""
+def documents_push(*, document_ids: Sequence[int], force: bool = False) -> PushOutcome:
+    """Push the documents' absolute state (and the deletion of those gone) to the backend.
+
+    Documents already pushed at their current version are skipped (a late or repeated task costs
+    nothing), unless `force`.
+    """
     backend = get_backend()
     snapshot = read_snapshot(document_ids=document_ids, with_chunks=backend.mirrors_content)
     outcome = PushOutcome()
-    if backend.requires_index_sync and snapshot.states:
+    states = [s for s in snapshot.states if force or s.document_id not in snapshot.clean]
+    if backend.requires_index_sync and states:
         with index_push():
-            outcome.failed = dict(backend.sync_document_access(snapshot.states))
-    versions = {pk: v for pk, v in snapshot.versions.items() if pk not in outcome.failed}
-    mark_clean(versions)
+            outcome.failed = dict(backend.sync_document_access(states))
+    pushed = {s.document_id for s in states} - set(outcome.failed)
+    mark_clean({pk: snapshot.versions[pk] for pk in pushed})
     mark_failed(outcome.failed)
-    outcome.pushed = len(versions)
+    outcome.pushed = len(pushed)
     gone = sorted(set(document_ids) - set(snapshot.versions))
     if gone:
         outcome.deleted = tombstones_push(document_ids=gone).deleted

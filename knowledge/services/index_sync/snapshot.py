@@ -20,6 +20,7 @@ class Snapshot:
 
     states: list[DocumentState]
     versions: dict[int, int]
+    clean: set[int]  # documents whose version read was already pushed
 
 
 def _grants(document_ids: list[int]) -> tuple[dict[int, list[int]], dict[int, str]]:
@@ -68,6 +69,7 @@ def read_snapshot(*, document_ids: Sequence[int], with_chunks: bool) -> Snapshot
         rows = list(
             Document.objects.filter(pk__in=document_ids).values_list(
                 *("pk", "tenant_id", "connector_id", "environment_id", "is_public", "deleted_at", "title"),
+                "synced_version",
                 "index_version",
             )
         )
@@ -85,6 +87,7 @@ def read_snapshot(*, document_ids: Sequence[int], with_chunks: bool) -> Snapshot
             title=title,
             chunks=tuple(chunks.get(pk, ())) if with_chunks else None,
         )
-        for pk, tenant_id, connector_id, environment_id, is_public, deleted_at, title, _ in rows
+        for pk, tenant_id, connector_id, environment_id, is_public, deleted_at, title, _, _ in rows
     ]
-    return Snapshot(states=states, versions={r[0]: r[-1] for r in rows})
+    clean = {r[0] for r in rows if r[-2] >= r[-1]}
+    return Snapshot(states=states, versions={r[0]: r[-1] for r in rows}, clean=clean)
