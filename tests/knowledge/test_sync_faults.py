@@ -219,7 +219,7 @@ def test_two_workers_drain_a_full_resync_of_a_large_connector(rig: Rig, tmp_path
     duplicates = sum(count - 1 for count in pushes.values())
     rate = DOCUMENTS / seconds
     print(
-        f"\nresync of {DOCUMENTS} documents, 2 workers x 2: {seconds:.1f} s, {rate:.0f}/s, {duplicates} duplicates"
+        f"\nresync: {DOCUMENTS} documents, 2 workers x 2, {seconds:.1f} s, {rate:.0f}/s, {duplicates} dupes"
     )
     index_matches_postgres()
     assert status_exit_code() == 0
