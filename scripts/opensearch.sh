@@ -3,7 +3,10 @@
 # without Docker: the server, its modules and the k-NN plugin come from Maven
 # Central and run embedded in a small launcher (scripts/opensearch/).
 #
-# Usage: scripts/opensearch.sh up|down|status
+# Usage: scripts/opensearch.sh up [--nodes 2] | down [--node N] | status
+#   up --nodes 2  also starts node-2, a data node on the next HTTP and transport ports that joins
+#                 node-1 (indices then get one replica: they auto-expand 0-1)
+#   down --node 2 stops only node-2 (the cluster stays up, yellow); plain `down` stops both
 #
 # Environment:
 #   OPENSEARCH_PORT             HTTP port on 127.0.0.1 (default 9200)
@@ -25,14 +28,26 @@ REPO="$(cd "$SCRIPT_DIR/.." && pwd)"
 OS_SRC="$SCRIPT_DIR/opensearch"
 TARGET="$OS_SRC/target"
 SERVICES_DIR="${SERVICES_DIR:-$REPO/.services}"
-STATE="$SERVICES_DIR/opensearch"
-PIDFILE="$STATE/opensearch.pid"
-LOG="$STATE/logs/opensearch.log"
-PORT="${OPENSEARCH_PORT:-9200}"
-TRANSPORT_PORT="${OPENSEARCH_TRANSPORT_PORT:-$((PORT + 100))}"
+BASE_PORT="${OPENSEARCH_PORT:-9200}"
+BASE_TRANSPORT_PORT="${OPENSEARCH_TRANSPORT_PORT:-$((BASE_PORT + 100))}"
+
+# Point the per-node globals (state dir, PID file, log, ports, name, roles) at node N (1 or 2).
+select_node() {
+    NODE="$1"
+    if [[ "$NODE" == 1 ]]; then
+        STATE="$SERVICES_DIR/opensearch"; NODE_NAME=node-1; ROLES=""
+    else
+        STATE="$SERVICES_DIR/opensearch-node$NODE"; NODE_NAME="node-$NODE"; ROLES="node.roles: [data, ingest]"
+    fi
+    PIDFILE="$STATE/opensearch.pid"
+    LOG="$STATE/logs/opensearch.log"
+    PORT=$((BASE_PORT + NODE - 1))
+    TRANSPORT_PORT=$((BASE_TRANSPORT_PORT + NODE - 1))
+    URL="http://127.0.0.1:$PORT"
+}
+select_node 1
 HEAP="${OPENSEARCH_HEAP:-1g}"
 START_TIMEOUT="${OPENSEARCH_START_TIMEOUT:-180}"
-URL="http://127.0.0.1:$PORT"
 MAIN_CLASS="local.opensearch.EmbeddedOpenSearch"
 
 log() { echo "[opensearch] $*"; }
@@ -117,6 +132,9 @@ write_config() {
         -e "s#@LOGS_DIR@#$STATE/logs#" \
         -e "s#@HTTP_PORT@#$PORT#" \
         -e "s#@TRANSPORT_PORT@#$TRANSPORT_PORT-$((TRANSPORT_PORT + 99))#" \
+        -e "s#@NODE_NAME@#$NODE_NAME#" \
+        -e "s#@ROLES@#$ROLES#" \
+        -e "s#@SEED_HOSTS@#127.0.0.1:$BASE_TRANSPORT_PORT#" \
         "$OS_SRC/config/opensearch.yml.template" >"$STATE/home/config/opensearch.yml"
     cp "$OS_SRC/config/log4j2.properties" "$STATE/home/config/log4j2.properties"
 }
@@ -213,7 +231,7 @@ cmd_up() {
     local deadline=$(( $(date +%s) + START_TIMEOUT ))
     while :; do
         if is_healthy; then
-            log "up in $(( ($(now_ms) - t0) / 1000 )).$(( ($(now_ms) - t0) % 1000 / 100 ))s (pid $pid, $URL, cluster $(health))"
+            log "$NODE_NAME up in $(( ($(now_ms) - t0) / 1000 )).$(( ($(now_ms) - t0) % 1000 / 100 ))s (pid $pid, $URL, cluster $(health))"
             return 0
         fi
         if ! kill -0 "$pid" 2>/dev/null; then
@@ -234,12 +252,31 @@ cmd_up() {
     done
 }
 
+nodes_wanted() {  # 1, or N from `--nodes N`
+    if [[ "${1:-}" == "--nodes" ]]; then
+        [[ "${2:-}" =~ ^[12]$ ]] || die "--nodes takes 1 or 2"
+        echo "$2"
+    else
+        echo 1
+    fi
+}
+
 case "${1:-}" in
-    up) cmd_up ;;
-    down) cmd_down ;;
-    status) cmd_status ;;
+    up)
+        count="$(nodes_wanted "${2:-}" "${3:-}")"
+        for n in $(seq 1 "$count"); do select_node "$n"; cmd_up; done ;;
+    down)
+        if [[ "${2:-}" == "--node" ]]; then
+            select_node "${3:?--node takes a node number}"; cmd_down
+        else
+            for n in 2 1; do select_node "$n"; [[ $n == 1 || -f "$PIDFILE" ]] && cmd_down; done
+        fi ;;
+    status)
+        rc=0
+        for n in 1 2; do select_node "$n"; if [[ $n == 1 || -f "$PIDFILE" ]]; then cmd_status || rc=1; fi; done
+        exit $rc ;;
     *)
-        echo "usage: $0 up|down|status" >&2
+        echo "usage: $0 up [--nodes 2] | down [--node N] | status" >&2
         exit 2
         ;;
 esac

@@ -8,12 +8,19 @@ START=$(date +%s)
 scripts/bootstrap.sh
 scripts/services.sh up core
 PY=.venv/bin/python
+# The OpenSearch backend on the local node (an OPENSEARCH_URL elsewhere is the operator's cluster).
+BACKEND="${KNOWLEDGE_RETRIEVAL_BACKEND:-$(sed -n 's/^KNOWLEDGE_RETRIEVAL_BACKEND=//p' .env 2>/dev/null | tail -n 1)}"
+OS_URL="${OPENSEARCH_URL:-$(sed -n 's/^OPENSEARCH_URL=//p' .env 2>/dev/null | tail -n 1)}"
+if [ "${BACKEND:-postgres}" = "opensearch" ] && [ "${OS_URL:-http://127.0.0.1:9200}" = "http://127.0.0.1:9200" ]; then
+  scripts/services.sh up opensearch
+fi
 $PY manage.py migrate --no-input -v 0
 $PY manage.py collectstatic --no-input -v 0
 DEMO="$($PY manage.py seed_demo --api-key-file .services/demo-api-key)"
 echo "$DEMO" | grep -v "API key"
 KEY="$(echo "$DEMO" | sed -n 's/^demo API key (tenant primary): //p')"
 LOGIN="$($PY manage.py ensure_admin --password-file .services/admin-password)"
+$PY manage.py index_sync >/dev/null || echo "warning: the index is not in sync yet (see manage.py index_sync --status)"
 
 mkdir -p .services/celery
 if [ -f .services/celery/worker.pid ] && kill -0 "$(cat .services/celery/worker.pid)" 2>/dev/null; then
