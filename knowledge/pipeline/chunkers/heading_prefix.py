@@ -3,30 +3,66 @@
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 from django.conf import settings
 
 from knowledge.pipeline.chunkers.base import Chunker, ChunkSource, ChunkText, count_tokens
+from knowledge.pipeline.chunkers.pages import PAGE_BREAK
 from knowledge.pipeline.chunkers.spans import recursive_spans
 
 HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
 FENCE = re.compile(r"^ {0,3}(```|~~~)")
 
 
-def _sections(content: str) -> list[tuple[list[str], str]]:
-    """(heading path, body) pairs in document order; `#` lines inside fenced code are not headings."""
+@dataclass(frozen=True)
+class _Section:
+    """A heading path and its body; `starts`/`pages`: where each body line starts and its page."""
+
+    headings: list[str]
+    body: str
+    starts: list[int]
+    pages: list[int | None]
+
+    def page_at(self, offset: int) -> int | None:
+        return self.pages[max(bisect_right(self.starts, offset) - 1, 0)]
+
+
+def _lines(content: str) -> Iterator[tuple[int | None, str]]:
+    """Every line with its 1-based page (None when the content has no page breaks)."""
+    pages = content.split(PAGE_BREAK)
+    for number, page in enumerate(pages, start=1):
+        for line in page.splitlines():
+            yield (number if len(pages) > 1 else None), line
+
+
+def _section(headings: list[str], body: list[tuple[int | None, str]]) -> _Section | None:
+    text = "\n".join(line for _, line in body)
+    lead = len(text) - len(text.lstrip())
+    starts, offset = [], -lead
+    for _, line in body:
+        starts.append(offset)
+        offset += len(line) + 1
+    stripped = text.strip()
+    return _Section(headings, stripped, starts, [page for page, _ in body]) if stripped else None
+
+
+def _sections(content: str) -> list[_Section]:
+    """Sections in document order; `#` lines inside fenced code are not headings."""
     path: list[tuple[int, str]] = []
-    sections: list[tuple[list[str], str]] = []
-    body: list[str] = []
+    sections: list[_Section] = []
+    body: list[tuple[int | None, str]] = []
     in_fence = False
 
     def flush() -> None:
-        text = "\n".join(body).strip()
-        if text:
-            sections.append(([h for _, h in path], text))
+        section = _section([h for _, h in path], body)
+        if section is not None:
+            sections.append(section)
         body.clear()
 
-    for line in content.splitlines():
+    for page, line in _lines(content):
         if FENCE.match(line):
             in_fence = not in_fence
         match = None if in_fence else HEADING.match(line)
@@ -35,7 +71,7 @@ def _sections(content: str) -> list[tuple[list[str], str]]:
             level = len(match.group(1))
             path = [(lvl, h) for lvl, h in path if lvl < level] + [(level, match.group(2))]
         else:
-            body.append(line)
+            body.append((page, line))
     flush()
     return sections
 
@@ -63,12 +99,16 @@ class HeadingPrefixChunker(Chunker):
 
     def chunk(self, document: ChunkSource) -> list[ChunkText]:
         chunks: list[ChunkText] = []
-        for headings, body in _sections(document.content) or [([], document.content)]:
-            prefix = _prefix(document.title, headings)
+        for section in _sections(document.content) or [_Section([], document.content, [0], [None])]:
+            prefix = _prefix(document.title, section.headings)
             budget = max(self.max_tokens - count_tokens(prefix), self.max_tokens // 2, 1)
+            body = section.body
             for start, end in recursive_spans(body, (0, len(body)), budget, min(self.overlap, budget // 2)):
                 text = f"{prefix}\n{body[start:end]}" if prefix else body[start:end]
-                chunks.append(ChunkText(index=len(chunks), text=text, metadata={"headings": headings}))
+                metadata: dict[str, object] = {"headings": section.headings}
+                if (page := section.page_at(start)) is not None:
+                    metadata["page"] = page
+                chunks.append(ChunkText(index=len(chunks), text=text, metadata=metadata))
         if not chunks and document.title:
             chunks.append(ChunkText(index=0, text=document.title))
         return chunks
