@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -19,15 +18,11 @@ FENCE = re.compile(r"^ {0,3}(```|~~~)")
 
 @dataclass(frozen=True)
 class _Section:
-    """A heading path and its body; `starts`/`pages`: where each body line starts and its page."""
+    """A heading path and its body on one page (`page` is None for unpaged text)."""
 
     headings: list[str]
     body: str
-    starts: list[int]
-    pages: list[int | None]
-
-    def page_at(self, offset: int) -> int | None:
-        return self.pages[max(bisect_right(self.starts, offset) - 1, 0)]
+    page: int | None = None
 
 
 def _lines(content: str) -> Iterator[tuple[int | None, str]]:
@@ -38,31 +33,25 @@ def _lines(content: str) -> Iterator[tuple[int | None, str]]:
             yield (number if len(pages) > 1 else None), line
 
 
-def _section(headings: list[str], body: list[tuple[int | None, str]]) -> _Section | None:
-    text = "\n".join(line for _, line in body)
-    lead = len(text) - len(text.lstrip())
-    starts, offset = [], -lead
-    for _, line in body:
-        starts.append(offset)
-        offset += len(line) + 1
-    stripped = text.strip()
-    return _Section(headings, stripped, starts, [page for page, _ in body]) if stripped else None
-
-
 def _sections(content: str) -> list[_Section]:
-    """Sections in document order; `#` lines inside fenced code are not headings."""
+    """Sections in document order, split at page breaks too (a chunk cites one page); `#` lines inside
+    fenced code are not headings."""
     path: list[tuple[int, str]] = []
     sections: list[_Section] = []
-    body: list[tuple[int | None, str]] = []
+    body: list[str] = []
     in_fence = False
+    current: int | None = None
 
     def flush() -> None:
-        section = _section([h for _, h in path], body)
-        if section is not None:
-            sections.append(section)
+        text = "\n".join(body).strip()
+        if text:
+            sections.append(_Section([h for _, h in path], text, current))
         body.clear()
 
     for page, line in _lines(content):
+        if page != current:
+            flush()
+            current = page
         if FENCE.match(line):
             in_fence = not in_fence
         match = None if in_fence else HEADING.match(line)
@@ -71,7 +60,7 @@ def _sections(content: str) -> list[_Section]:
             level = len(match.group(1))
             path = [(lvl, h) for lvl, h in path if lvl < level] + [(level, match.group(2))]
         else:
-            body.append((page, line))
+            body.append(line)
     flush()
     return sections
 
@@ -87,7 +76,8 @@ class HeadingPrefixChunker(Chunker):
     paragraphs, then sentences, then words, and each piece repeats up to `overlap` tokens of the previous.
 
     The heading prefix counts against the budget, but the body always keeps at least half of it. Body
-    text is kept verbatim (line breaks, lists and code survive).
+    text is kept verbatim (line breaks, lists and code survive). In paged text (form feeds between PDF
+    pages or slides) no chunk crosses a page break, and each carries `metadata["page"]`.
     """
 
     def __init__(self, max_tokens: int | None = None, overlap: int | None = None) -> None:
@@ -99,15 +89,15 @@ class HeadingPrefixChunker(Chunker):
 
     def chunk(self, document: ChunkSource) -> list[ChunkText]:
         chunks: list[ChunkText] = []
-        for section in _sections(document.content) or [_Section([], document.content, [0], [None])]:
+        for section in _sections(document.content) or [_Section([], document.content)]:
             prefix = _prefix(document.title, section.headings)
             budget = max(self.max_tokens - count_tokens(prefix), self.max_tokens // 2, 1)
             body = section.body
             for start, end in recursive_spans(body, (0, len(body)), budget, min(self.overlap, budget // 2)):
                 text = f"{prefix}\n{body[start:end]}" if prefix else body[start:end]
                 metadata: dict[str, object] = {"headings": section.headings}
-                if (page := section.page_at(start)) is not None:
-                    metadata["page"] = page
+                if section.page is not None:
+                    metadata["page"] = section.page
                 chunks.append(ChunkText(index=len(chunks), text=text, metadata=metadata))
         if not chunks and document.title:
             chunks.append(ChunkText(index=0, text=document.title))
