@@ -17,7 +17,7 @@ from knowledge.connectors.base import ConnectorKind
 from knowledge.connectors.extract.base import SUFFIXES
 from knowledge.connectors.extract.sandbox import DEFAULT_TIMEOUT_SECONDS, Sandbox
 from knowledge.connectors.sidecar import SIDECAR_NAME, SidecarProblem, SidecarResolver
-from knowledge.connectors.types import Listing
+from knowledge.connectors.types import Listing, SourceState
 
 DEFAULT_PATTERNS = [f"**/*{suffix}" for suffix in SUFFIXES]
 MAX_TIMEOUT_SECONDS = 600
@@ -53,7 +53,7 @@ class FilesystemKind(ConnectorKind):
             )
         return errors
 
-    def list_source(self, config: dict[str, Any]) -> Listing:
+    def list_source(self, config: dict[str, Any], state: SourceState | None = None) -> Listing:
         listing = Listing()
         root = Path(config["path"])
         if not root.is_dir():
