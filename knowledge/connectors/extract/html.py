@@ -16,6 +16,7 @@ SKIPPED_TAGS = {"script", "style", "noscript", "template"}
 BLOCK_TAGS = {"p", "div", "br", "li", "tr", "section", "article", "h1", "h2", "h3", "h4", "h5", "h6"}
 # Sphinx and MkDocs end headings with a permalink sign that means nothing as text.
 HEADING_PERMALINK = re.compile(r"^(#{1,6} .*?)\s*[¶#]$", re.MULTILINE)
+MARKDOWN_ESCAPE = re.compile(r"\\(.)")
 
 
 class _HtmlText(HTMLParser):
@@ -57,6 +58,14 @@ def html_to_text(html: str) -> tuple[str, str]:
     return parser.title, "\n".join(line for line in lines if line)
 
 
+def _title(page_title: str, text: str) -> str:
+    """The page's title; "Data Structures" rather than "Data Structures — Python 3.11 documentation"
+    when the main content's first heading starts the <title> (the rest names the site, on every page)."""
+    first = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), "")
+    first = MARKDOWN_ESCAPE.sub(r"\1", first).replace("`", "").replace("**", "")
+    return first if first and page_title.startswith(first) else page_title or first
+
+
 def extract_html(data: bytes, charset: str | None = None) -> Extracted:
     """The page's main content as Markdown, and its title."""
     import trafilatura  # imported here: only the sandbox's child process pays for it
@@ -76,4 +85,4 @@ def extract_html(data: bytes, charset: str | None = None) -> Extracted:
     text = HEADING_PERMALINK.sub(r"\1", clean(main or ""))
     if not text.strip():
         return Extracted(text=fallback_text, title=fallback_title, metadata={"extractor": "visible-text"})
-    return Extracted(text=text, title=fallback_title, metadata={"extractor": "trafilatura"})
+    return Extracted(text=text, title=_title(fallback_title, text), metadata={"extractor": "trafilatura"})

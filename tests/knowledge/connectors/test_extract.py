@@ -118,3 +118,11 @@ def test_files_over_the_size_limit_are_refused_before_parsing(tmp_path: Path) ->
         pytest.raises(ExtractionError, match="larger than the 1024-byte limit"),
     ):
         box.extract_file(big, "pdf")
+
+
+def test_the_site_name_is_dropped_from_a_title_that_starts_with_the_main_heading(sandbox: Sandbox) -> None:
+    body = "<p>" + "JSON is a lightweight data interchange format used everywhere. " * 3 + "</p>"
+    title = "<title>json — JSON encoder and decoder — Python 3.11 documentation</title>"
+    page = f"<html><head>{title}</head><body><article><h1><code>json</code> — JSON encoder and decoder</h1>"
+    page += f"{body}</article></body></html>"
+    assert sandbox.extract_bytes(page.encode(), "html").title == "json — JSON encoder and decoder"
