@@ -17,6 +17,13 @@ BLOCK_TAGS = {"p", "div", "br", "li", "tr", "section", "article", "h1", "h2", "h
 # Sphinx and MkDocs end headings with a permalink sign that means nothing as text.
 HEADING_PERMALINK = re.compile(r"^(#{1,6} .*?)\s*[¶#]$", re.MULTILINE)
 MARKDOWN_ESCAPE = re.compile(r"\\(.)")
+HEADING_LINE = re.compile(r"^(#{1,6}) (.+)$", re.MULTILINE)
+INLINE_MARKUP = re.compile(r"(?<!\\)(`+|\*\*|\*)")
+
+
+def _plain(text: str) -> str:
+    """Markdown inline markup removed: headings become the chunker's heading path, read as text."""
+    return MARKDOWN_ESCAPE.sub(r"\1", INLINE_MARKUP.sub("", text)).strip()
 
 
 class _HtmlText(HTMLParser):
@@ -62,7 +69,6 @@ def _title(page_title: str, text: str) -> str:
     """The page's title; "Data Structures" rather than "Data Structures — Python 3.11 documentation"
     when the main content's first heading starts the <title> (the rest names the site, on every page)."""
     first = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), "")
-    first = MARKDOWN_ESCAPE.sub(r"\1", first).replace("`", "").replace("**", "")
     return first if first and page_title.startswith(first) else page_title or first
 
 
@@ -83,6 +89,7 @@ def extract_html(data: bytes, charset: str | None = None) -> Extracted:
         favor_recall=True,
     )
     text = HEADING_PERMALINK.sub(r"\1", clean(main or ""))
+    text = HEADING_LINE.sub(lambda m: f"{m.group(1)} {_plain(m.group(2))}", text)
     if not text.strip():
         return Extracted(text=fallback_text, title=fallback_title, metadata={"extractor": "visible-text"})
     return Extracted(text=text, title=_title(fallback_title, text), metadata={"extractor": "trafilatura"})

@@ -92,8 +92,10 @@ class Crawler:
 
     def _visit(self, visit: Visit) -> None:
         stored = dict(self.state.metadata(visit.url) or {}) if self.state is not None else {}
+        if visit.depth < self.options.max_depth and "links" not in stored:
+            stored = {}  # stored before links were followed: a 304 would leave its links unknown
         try:
-            fetched = self.fetcher.get(visit.url, validators=stored.get("http") if stored else None)
+            fetched = self.fetcher.get(visit.url, validators=stored.get("http"))
         except FetchError as exc:
             self._failed(visit, exc)
             return

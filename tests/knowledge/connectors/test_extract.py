@@ -120,9 +120,11 @@ def test_files_over_the_size_limit_are_refused_before_parsing(tmp_path: Path) ->
         box.extract_file(big, "pdf")
 
 
-def test_the_site_name_is_dropped_from_a_title_that_starts_with_the_main_heading(sandbox: Sandbox) -> None:
+def test_titles_drop_the_site_name_and_headings_their_markup(sandbox: Sandbox) -> None:
     body = "<p>" + "JSON is a lightweight data interchange format used everywhere. " * 3 + "</p>"
     title = "<title>json — JSON encoder and decoder — Python 3.11 documentation</title>"
     page = f"<html><head>{title}</head><body><article><h1><code>json</code> — JSON encoder and decoder</h1>"
     page += f"{body}</article></body></html>"
-    assert sandbox.extract_bytes(page.encode(), "html").title == "json — JSON encoder and decoder"
+    extracted = sandbox.extract_bytes(page.encode(), "html")
+    assert extracted.title == "json — JSON encoder and decoder"
+    assert extracted.text.startswith("# json — JSON encoder and decoder\n")  # no inline markup in headings

@@ -214,3 +214,15 @@ def test_config_is_validated_with_clear_messages() -> None:
     }
     for message, config in cases.items():
         assert message in kind.validate_config(config)["config"], config
+
+
+def test_raising_the_depth_refetches_pages_whose_links_were_never_stored(site: Site) -> None:
+    connector = web_connector(site, max_depth=0)
+    sync_with_state(connector)
+    assert live(connector, site) == {"/", "/etag.html", "/lastmod.html"}
+    connector.config = {**connector.config, "max_depth": 1}
+    connector.save()
+    site.requests.clear()
+    sync_with_state(connector)
+    assert not next(r for r in site.requests if r.path == "/").conditional
+    assert live(connector, site) == CRAWLED
