@@ -222,6 +222,6 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env.str("DJANGO_LOG_LEVEL", default="INFO")},
-    # The OpenSearch client logs every request at INFO; failures still show as warnings.
-    "loggers": {"opensearch": {"level": "WARNING"}},
+    # The OpenSearch and httpx clients log every request at INFO; failures still show as warnings.
+    "loggers": {"opensearch": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},
 }

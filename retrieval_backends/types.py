@@ -52,6 +52,7 @@ class ChunkInput:
     environment_id: int | None = None
     is_deleted: bool = False
     acl_tokens: tuple[str, ...] = ()
+    page: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

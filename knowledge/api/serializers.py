@@ -110,6 +110,10 @@ class SearchResultSerializer(serializers.Serializer):  # type: ignore[type-arg]
     title = serializers.CharField()
     content = serializers.CharField()
     source_url = serializers.CharField()
+    page = serializers.IntegerField(
+        allow_null=True,
+        help_text="The page (PDF) or slide (PPTX) the chunk starts on; null for unpaged sources.",
+    )
     rrf_score = serializers.FloatField()
     similarity = serializers.FloatField(allow_null=True, help_text="Cosine similarity (vector lane).")
     text_rank = serializers.FloatField(allow_null=True, help_text="Keyword-lane score.")

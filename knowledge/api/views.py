@@ -66,6 +66,7 @@ def _render_hit(
         "title": hit.title,
         "content": hit.content,
         "source_url": hit.source_url,
+        "page": hit.page,
         "rrf_score": hit.rrf_score,
         "similarity": _finite(hit.similarity),
         "text_rank": _finite(hit.text_rank),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from knowledge.connectors.types import Listing
+from knowledge.connectors.types import Listing, SourceState
 
 
 class ConnectorKind:
@@ -32,10 +32,13 @@ class ConnectorKind:
         """Kind-specific validation of the known keys."""
         return {}
 
-    def list_source(self, config: dict[str, Any]) -> Listing:
+    def list_source(self, config: dict[str, Any], state: SourceState | None = None) -> Listing:
         """Fetch every document the source has now.
 
-        Never raises for a problem with one item (it goes into `Listing.errors` and `kept`); a problem
-        that makes the listing incomplete calls `Listing.fail_listing`, so nothing is pruned.
+        `state` reads back what earlier syncs stored (the web kind keeps HTTP validators in a
+        document's metadata and reports a `304 Not Modified` page as `kept`); without it, everything
+        is fetched in full. Never raises for a problem with one item (it goes into `Listing.errors`
+        and `kept`); a problem that makes the listing incomplete calls `Listing.fail_listing`, so
+        nothing is pruned.
         """
         raise NotImplementedError(f"the {self.name!r} connector kind does not pull documents")

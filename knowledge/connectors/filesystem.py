@@ -1,4 +1,8 @@
-"""The filesystem kind: every matching file under a folder, with per-folder ACL files."""
+"""The filesystem kind: every matching file under a folder, with per-folder ACL files.
+
+Files are read by the extractors of `knowledge.connectors.extract` (PDF, Word, PowerPoint, HTML,
+Markdown, text), each bounded in size (`max_file_bytes`) and time (`extract_timeout_seconds`).
+"""
 
 from __future__ import annotations
 
@@ -10,10 +14,13 @@ from typing import Any
 
 from knowledge.connectors import files
 from knowledge.connectors.base import ConnectorKind
+from knowledge.connectors.extract.base import SUFFIXES
+from knowledge.connectors.extract.sandbox import DEFAULT_TIMEOUT_SECONDS, Sandbox
 from knowledge.connectors.sidecar import SIDECAR_NAME, SidecarProblem, SidecarResolver
-from knowledge.connectors.types import Listing
+from knowledge.connectors.types import Listing, SourceState
 
-DEFAULT_PATTERNS = ["**/*.md", "**/*.markdown", "**/*.txt", "**/*.html", "**/*.htm"]
+DEFAULT_PATTERNS = [f"**/*{suffix}" for suffix in SUFFIXES]
+MAX_TIMEOUT_SECONDS = 600
 
 
 def matches(relative: str, patterns: list[str]) -> bool:
@@ -25,7 +32,7 @@ def matches(relative: str, patterns: list[str]) -> bool:
 class FilesystemKind(ConnectorKind):
     name = "filesystem"
     label = "Filesystem"
-    config_keys = frozenset({"path", "patterns", "max_file_bytes"})
+    config_keys = frozenset({"path", "patterns", "max_file_bytes", "extract_timeout_seconds"})
 
     def check(self, config: dict[str, Any]) -> dict[str, str]:
         errors: dict[str, str] = {}
@@ -38,9 +45,15 @@ class FilesystemKind(ConnectorKind):
         limit = config.get("max_file_bytes", files.DEFAULT_MAX_BYTES)
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             errors.setdefault("config", "max_file_bytes: must be a positive integer")
+        timeout = config.get("extract_timeout_seconds", DEFAULT_TIMEOUT_SECONDS)
+        if not _is_number(timeout) or not 0 < timeout <= MAX_TIMEOUT_SECONDS:
+            errors.setdefault(
+                "config",
+                f"extract_timeout_seconds: must be a number of seconds in (0, {MAX_TIMEOUT_SECONDS}]",
+            )
         return errors
 
-    def list_source(self, config: dict[str, Any]) -> Listing:
+    def list_source(self, config: dict[str, Any], state: SourceState | None = None) -> Listing:
         listing = Listing()
         root = Path(config["path"])
         if not root.is_dir():
@@ -49,11 +62,17 @@ class FilesystemKind(ConnectorKind):
         patterns = config.get("patterns") or DEFAULT_PATTERNS
         limit = int(config.get("max_file_bytes", files.DEFAULT_MAX_BYTES))
         sidecars = SidecarResolver(root)
-        for path in _walk(root, listing):
-            relative = files.relative_id(path, root)
-            if path.name != SIDECAR_NAME and matches(relative, patterns):
-                _load(path, root, limit, sidecars, listing)
+        timeout = float(config.get("extract_timeout_seconds", DEFAULT_TIMEOUT_SECONDS))
+        with Sandbox(timeout=timeout, max_bytes=limit) as sandbox:
+            for path in _walk(root, listing):
+                relative = files.relative_id(path, root)
+                if path.name != SIDECAR_NAME and matches(relative, patterns):
+                    _load(path, root, limit, sidecars, listing, sandbox)
         return listing
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _walk(root: Path, listing: Listing) -> list[Path]:
@@ -66,11 +85,14 @@ def _walk(root: Path, listing: Listing) -> list[Path]:
     return sorted(found)
 
 
-def _load(path: Path, root: Path, limit: int, sidecars: SidecarResolver, listing: Listing) -> None:
+def _load(
+    path: Path, root: Path, limit: int, sidecars: SidecarResolver, listing: Listing, sandbox: Sandbox
+) -> None:
     relative = files.relative_id(path, root)
     try:
-        document = files.load_file(path, root, max_bytes=limit)
+        acl = sidecars.acl_for(path.parent)  # a malformed ACL file fails before any parsing
+        document = files.load_file(path, root, max_bytes=limit, sandbox=sandbox)
         if document is not None:
-            listing.documents.append(replace(document, acl=sidecars.acl_for(path.parent)))
+            listing.documents.append(replace(document, acl=acl))
     except (files.FileProblem, SidecarProblem) as exc:
         listing.fail_item(relative, str(exc))

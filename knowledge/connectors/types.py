@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -78,3 +78,10 @@ class Listing:
     def seen(self) -> set[str]:
         """Every id the source still has (fetched or kept)."""
         return {d.external_id for d in self.documents} | self.kept
+
+
+class SourceState(Protocol):
+    """What a pull kind may read back of its connector's earlier syncs (validators, links, ...)."""
+
+    def metadata(self, external_id: str) -> Mapping[str, Any] | None:
+        """The stored `metadata` of the live document with this id; None when there is none."""

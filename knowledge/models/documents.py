@@ -150,6 +150,8 @@ class Chunk(SearchFilterFields):
     parent_index = models.PositiveIntegerField(null=True, blank=True)
     content = models.TextField()
     token_count = models.PositiveIntegerField(default=0)
+    # The page (PDF) or slide (PPTX) the chunk starts on, for citations; null when the source has none.
+    page = models.PositiveIntegerField(null=True, blank=True)
     language = models.CharField(max_length=32, default="english")
     search_vector = SearchVectorField(null=True, editable=False)
     lexeme_count = models.PositiveIntegerField(default=0, editable=False, help_text="Length for BM25.")

@@ -19,6 +19,7 @@ from knowledge.pipeline.fusers.base import FusedHit, Fuser
 from knowledge.pipeline.registry import get_compressor, get_fuser, get_reranker
 from knowledge.pipeline.rerankers.base import Reranker
 from knowledge.pipeline.types import Candidate, Query
+from knowledge.selectors.citations import with_pages
 from knowledge.selectors.expansion import expand_to_parents
 from knowledge.selectors.vectors import chunk_vectors
 from knowledge.selectors.verification import verify_lanes
@@ -49,6 +50,7 @@ class SearchHit:
     text_rank: float | None
     lane_ranks: dict[str, int]
     fusion_terms: dict[str, float] = field(default_factory=dict)  # each lane's share of rrf_score
+    page: int | None = None
 
 
 @dataclass
@@ -208,7 +210,7 @@ def _finish(
     ranked = reranker.rerank(query, pool, limit)
     budget = stages.token_budget or settings.KNOWLEDGE_TOKEN_BUDGET
     compressed = (stages.compressor or get_compressor()).compress(query, ranked, budget)
-    return [_to_search_hit(c.payload, c.content) for c in compressed]
+    return with_pages([_to_search_hit(c.payload, c.content) for c in compressed])
 
 
 def search_chunks(

@@ -29,6 +29,11 @@ class PreparedChunks:
     is_new: bool = False
 
 
+def _page(chunk: ChunkText) -> int | None:
+    page = chunk.metadata.get("page")
+    return page if isinstance(page, int) and page > 0 else None
+
+
 def _inputs(item: PreparedChunks) -> list[ChunkInput]:
     document = item.document
     return [
@@ -44,6 +49,7 @@ def _inputs(item: PreparedChunks) -> list[ChunkInput]:
             environment_id=document.environment_id,
             is_deleted=document.deleted_at is not None,
             acl_tokens=item.acl_tokens,
+            page=_page(c),
         )
         for c in item.chunks
     ]

@@ -22,6 +22,7 @@ from django.utils import timezone
 from knowledge.connectors.registry import connector_kind
 from knowledge.connectors.types import Listing, SourceError
 from knowledge.models import Connector, SyncRun
+from knowledge.selectors.connector_state import stored_source_state
 from knowledge.services.deletion import documents_delete
 from knowledge.services.enqueue import send_task
 from knowledge.services.index_sync.reconcile import documents_mark_dirty
@@ -56,7 +57,8 @@ def connector_sync(*, connector: Connector, full: bool = False) -> SyncOutcome:
     run = SyncRun.objects.create(connector=connector, kind=SyncRun.Kind.FULL if full else SyncRun.Kind.SYNC)
     errors: list[SourceError] = []
     try:
-        listing = connector_kind(connector.kind).list_source(connector.config)
+        state = stored_source_state(connector=connector)  # what the last sync saw (validators, links)
+        listing = connector_kind(connector.kind).list_source(connector.config, state=state)
         stats = documents_write(connector=connector, documents=listing.documents, on_progress=_progress(run))
         errors = [*listing.errors, *stats.errors]
         deleted, warnings = _prune(connector, listing)

@@ -28,16 +28,17 @@ def to_stored(chunk: Chunk) -> StoredChunk:
 INSERT_CHUNKS = f"""
 INSERT INTO {CHUNK}
     (document_id, chunk_index, parent_index, content, token_count, language, tenant_id, connector_id,
-     environment_id, is_deleted, acl_tokens, search_vector, lexeme_count)
+     environment_id, is_deleted, acl_tokens, page, search_vector, lexeme_count)
 SELECT u.document_id, u.chunk_index, u.parent_index, u.content, u.token_count, u.language, u.tenant_id,
        u.connector_id, u.environment_id, u.is_deleted,
        ARRAY(SELECT jsonb_array_elements_text(u.acl::jsonb))::varchar[],
+       u.page,
        v.vector,
        coalesce((SELECT sum(array_length(positions, 1)) FROM unnest(v.vector)), 0)
 FROM unnest(%s::bigint[], %s::int[], %s::int[], %s::text[], %s::int[], %s::text[], %s::bigint[],
-            %s::bigint[], %s::bigint[], %s::bool[], %s::text[])
+            %s::bigint[], %s::bigint[], %s::bool[], %s::text[], %s::int[])
      AS u(document_id, chunk_index, parent_index, content, token_count, language, tenant_id,
-          connector_id, environment_id, is_deleted, acl)
+          connector_id, environment_id, is_deleted, acl, page)
 CROSS JOIN LATERAL (SELECT to_tsvector(u.language::regconfig, u.content) AS vector) v
 RETURNING id, document_id, chunk_index
 """
@@ -60,6 +61,7 @@ def insert_chunks(chunks: Sequence[ChunkInput]) -> list[StoredChunk]:
         [c.environment_id for c in chunks],
         [c.is_deleted for c in chunks],
         [json.dumps(list(c.acl_tokens)) for c in chunks],
+        [c.page for c in chunks],
     ]
     with connection.cursor() as cursor:
         cursor.execute(INSERT_CHUNKS, columns)

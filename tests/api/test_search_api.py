@@ -12,7 +12,7 @@ from tests.api.conftest import ClientMaker, assert_error, post, post_raw
 from tests.factories import ConnectorFactory, EnvironmentFactory, GroupFactory, PrincipalFactory
 
 RESULT_FIELDS = {
-    *("id", "document_id", "chunk_index", "source_account_id", "title", "content", "source_url"),
+    *("id", "document_id", "chunk_index", "source_account_id", "title", "content", "source_url", "page"),
     *("rrf_score", "similarity", "text_rank"),
 }
 

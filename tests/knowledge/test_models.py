@@ -66,8 +66,8 @@ def test_user_principal_needs_an_email() -> None:
         ("filesystem", {"path": "relative/dir"}, "absolute directory path"),
         ("filesystem", {"path": "/srv", "patterns": "*.md"}, "list of glob patterns"),
         ("filesystem", {"path": "/srv", "depth": 3}, "unknown keys"),
-        ("web", {"urls": []}, "non-empty list"),
-        ("web", {"urls": ["ftp://x"]}, "not http"),
+        ("web", {"urls": []}, "urls: required"),
+        ("web", {"urls": ["ftp://x"]}, "must be a list of http"),
         ("api", {"path": "/x"}, "takes no configuration"),
     ],
 )

@@ -155,3 +155,30 @@ def test_parent_child_rejects_children_larger_than_parents() -> None:
 
 def test_token_count_is_whitespace_words() -> None:
     assert count_tokens(" a  b\nc ") == 3
+
+
+PAGED = "# Report\nFirst page words.\n\f\nSecond page words, same section.\n\f\n## Annex\nThird page."
+
+
+def test_heading_prefix_chunks_never_cross_a_page_break_and_keep_the_heading_path() -> None:
+    chunks = HeadingPrefixChunker(max_tokens=100, overlap=0).chunk(ChunkSource("Doc", PAGED))
+    assert [(c.text, c.metadata.get("page")) for c in chunks] == [
+        ("Doc > Report\nFirst page words.", 1),
+        ("Doc > Report\nSecond page words, same section.", 2),
+        ("Doc > Report > Annex\nThird page.", 3),
+    ]
+
+
+@pytest.mark.parametrize("name", ["fixed-size", "recursive", "parent-child"])
+def test_other_chunkers_tag_the_page_each_chunk_starts_on(name: str) -> None:
+    pages = "\n\f\n".join(" ".join(f"p{p}w{w}" for w in range(10)) for p in (1, 2, 3))
+    chunks = CHUNKERS[name]().chunk(ChunkSource("Doc", pages))
+    for chunk in chunks:
+        first_word = chunk.text.split()[0]
+        assert chunk.metadata["page"] == int(first_word[1]), (chunk.text, chunk.metadata)
+    assert {c.metadata["page"] for c in chunks} == {1, 2, 3}
+
+
+@pytest.mark.parametrize("name", list(CHUNKERS))
+def test_unpaged_text_has_no_page(name: str) -> None:
+    assert all("page" not in c.metadata for c in CHUNKERS[name]().chunk(ChunkSource("Doc", MARKDOWN)))

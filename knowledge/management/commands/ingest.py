@@ -1,4 +1,4 @@
-"""Loads files (md, txt, html) or a BEIR corpus into a tenant's connector, with a progress bar."""
+"""Loads files (md, txt, html, pdf, docx, pptx) or a BEIR corpus into a tenant's connector."""
 
 from __future__ import annotations
 
@@ -22,8 +22,9 @@ MAX_ERRORS_SHOWN = 20
 
 class Command(BaseCommand):
     help = (
-        "Ingest files or folders (md, txt, html), or a BEIR corpus (--beir DIR), into a connector. Files "
-        "get the ACL of the nearest .kbacl.json in their folder, else the connector's default ACL."
+        "Ingest files or folders (md, txt, html, pdf, docx, pptx), or a BEIR corpus (--beir DIR), into a "
+        "connector. Files get the ACL of the nearest .kbacl.json in their folder, else the connector's "
+        "default ACL."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 
 from knowledge.pipeline.chunkers.base import Chunker, ChunkSource, ChunkText
+from knowledge.pipeline.chunkers.pages import PageIndex
 from knowledge.pipeline.chunkers.spans import windows, word_spans
 
 
@@ -29,5 +30,8 @@ class FixedSizeChunker(Chunker):
     def chunk(self, document: ChunkSource) -> list[ChunkText]:
         text = document.content
         spans = windows(word_spans(text), self.max_tokens, self.overlap)
-        chunks = [ChunkText(index=i, text=text[a:b]) for i, (a, b) in enumerate(spans)]
+        pages = PageIndex(text)
+        chunks = [
+            ChunkText(index=i, text=text[a:b], metadata=pages.metadata(a)) for i, (a, b) in enumerate(spans)
+        ]
         return chunks or title_only(document)

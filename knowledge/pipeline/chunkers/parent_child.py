@@ -15,6 +15,7 @@ from django.conf import settings
 
 from knowledge.pipeline.chunkers.base import Chunker, ChunkSource, ChunkText, count_tokens
 from knowledge.pipeline.chunkers.fixed_size import title_only
+from knowledge.pipeline.chunkers.pages import PageIndex
 from knowledge.pipeline.chunkers.spans import Span, recursive_spans
 
 
@@ -34,16 +35,19 @@ class ParentChildChunker(Chunker):
     def chunk(self, document: ChunkSource) -> list[ChunkText]:
         text = document.content
         chunks: list[ChunkText] = []
+        pages = PageIndex(text)
         for parent in recursive_spans(text, (0, len(text)), self.parent_tokens):
-            chunks.extend(self._family(text, parent, len(chunks)))
+            chunks.extend(self._family(text, parent, len(chunks), pages))
         return chunks or title_only(document)
 
-    def _family(self, text: str, parent: Span, first: int) -> list[ChunkText]:
+    def _family(self, text: str, parent: Span, first: int, pages: PageIndex) -> list[ChunkText]:
         body = text[parent[0] : parent[1]]
         if count_tokens(body) <= self.child_tokens:
-            return [ChunkText(index=first, text=body, metadata={"role": "leaf"})]
+            return [ChunkText(index=first, text=body, metadata=pages.metadata(parent[0], role="leaf"))]
         children = recursive_spans(text, parent, self.child_tokens, self.overlap)
-        return [ChunkText(index=first, text=body, metadata={"role": "parent"})] + [
-            ChunkText(index=first + i, text=text[a:b], parent_index=first, metadata={"role": "child"})
+        return [ChunkText(index=first, text=body, metadata=pages.metadata(parent[0], role="parent"))] + [
+            ChunkText(
+                index=first + i, text=text[a:b], parent_index=first, metadata=pages.metadata(a, role="child")
+            )
             for i, (a, b) in enumerate(children, start=1)
         ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from knowledge.pipeline.chunkers.base import Chunker, ChunkSource, ChunkText
 from knowledge.pipeline.chunkers.fixed_size import sizes, title_only
+from knowledge.pipeline.chunkers.pages import PageIndex
 from knowledge.pipeline.chunkers.spans import recursive_spans
 
 
@@ -20,5 +21,8 @@ class RecursiveChunker(Chunker):
     def chunk(self, document: ChunkSource) -> list[ChunkText]:
         text = document.content
         spans = recursive_spans(text, (0, len(text)), self.max_tokens, self.overlap)
-        chunks = [ChunkText(index=i, text=text[a:b]) for i, (a, b) in enumerate(spans)]
+        pages = PageIndex(text)
+        chunks = [
+            ChunkText(index=i, text=text[a:b], metadata=pages.metadata(a)) for i, (a, b) in enumerate(spans)
+        ]
         return chunks or title_only(document)

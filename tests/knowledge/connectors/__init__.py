@@ -1,0 +1,1 @@
+"""Connector kinds: extraction, the filesystem and web sources."""
