@@ -143,6 +143,18 @@ KNOWLEDGE_PLUGINS_FILE = BASE_DIR / env.str("KNOWLEDGE_PLUGINS_FILE", default="p
 KNOWLEDGE_FUSION_ALPHA = cfg.unit_float("KNOWLEDGE_FUSION_ALPHA", 0.5)
 KNOWLEDGE_MMR_LAMBDA = cfg.unit_float("KNOWLEDGE_MMR_LAMBDA", 0.7)
 KNOWLEDGE_TOKEN_BUDGET = cfg.positive_int("KNOWLEDGE_TOKEN_BUDGET", 4000)
+# Query pipeline stages (comma-separated names; unset: plugins.json `stages`, then the default tail).
+KNOWLEDGE_STAGES = env.str("KNOWLEDGE_STAGES", default="")
+KNOWLEDGE_FANOUT_RRF_K = cfg.positive_int("KNOWLEDGE_FANOUT_RRF_K", 60)
+
+# --- LLM stages (an OpenAI-compatible chat-completions endpoint) --------------------------------------
+KNOWLEDGE_LLM_BASE_URL = env.str("KNOWLEDGE_LLM_BASE_URL", default="https://api.openai.com/v1")
+KNOWLEDGE_LLM_API_KEY = env.str("KNOWLEDGE_LLM_API_KEY", default="")
+KNOWLEDGE_LLM_MODEL = env.str("KNOWLEDGE_LLM_MODEL", default="gpt-4o-mini")
+KNOWLEDGE_LLM_TIMEOUT = cfg.positive_float("KNOWLEDGE_LLM_TIMEOUT", 10.0)
+KNOWLEDGE_LLM_RETRIES = cfg.non_negative_int("KNOWLEDGE_LLM_RETRIES", 2)
+KNOWLEDGE_LLM_MAX_TOKENS = cfg.positive_int("KNOWLEDGE_LLM_MAX_TOKENS", 512)
+KNOWLEDGE_LLM_TOKEN_BUDGET = cfg.positive_int("KNOWLEDGE_LLM_TOKEN_BUDGET", 4000)
 
 # --- Embedders ---------------------------------------------------------------------------------------
 KNOWLEDGE_LOCAL_EMBEDDER_THREADS = cfg.non_negative_int("KNOWLEDGE_LOCAL_EMBEDDER_THREADS", 0)

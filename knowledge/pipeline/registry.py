@@ -104,8 +104,8 @@ def _file_entry(layer: str, entry: object, origin: str) -> PluginChoice:
     )
 
 
-def file_choices() -> dict[str, PluginChoice]:
-    """The layers chosen in plugins.json; a missing file chooses none."""
+def plugins_json() -> dict[str, Any]:
+    """The parsed plugins file ({} when there is none)."""
     path = plugins_file()
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
@@ -115,10 +115,18 @@ def file_choices() -> dict[str, PluginChoice]:
         raise ImproperlyConfigured(f"{path}: cannot read the plugins file ({exc}).") from exc
     if not isinstance(raw, dict):
         raise ImproperlyConfigured(f"{path}: expected a JSON object mapping layer to plugin, got {raw!r}.")
+    return raw
+
+
+def file_choices() -> dict[str, PluginChoice]:
+    """The layers chosen in plugins.json; a missing file chooses none (`stages` is read elsewhere)."""
+    path = plugins_file()
+    raw = {k: v for k, v in plugins_json().items() if k != "stages"}
     unknown = sorted(set(raw) - set(LAYERS))
     if unknown:
         raise ImproperlyConfigured(
-            f"{path}: unknown layer(s) {', '.join(map(repr, unknown))}; layers are {', '.join(LAYERS)}."
+            f"{path}: unknown layer(s) {', '.join(map(repr, unknown))}; layers are {', '.join(LAYERS)} "
+            "(and 'stages')."
         )
     return {layer: _file_entry(layer, entry, f"{path} [{layer!r}]") for layer, entry in raw.items()}
 

@@ -1,0 +1,1 @@
+"""Query pipeline stages: query stages plan queries, the base retrieval fans out, hit stages refine."""

@@ -1,0 +1,58 @@
+"""The stage contract: a class with `name`, `phase` and `run()`; query stages before hit stages."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from knowledge.pipeline.stages.types import PlannedQuery, StageContext, StageHit
+
+QUERY, HIT = "query", "hit"
+
+
+class StageError(Exception):
+    """A stage could not do its work; the pipeline skips it with a warning unless it is `strict`."""
+
+
+class Stage:
+    """A pipeline stage. Options are keyword arguments; `strict=True` makes a failure fail the search."""
+
+    name: ClassVar[str] = ""
+    phase: ClassVar[str] = ""
+    kind: ClassVar[str] = "local"  # or "llm"
+
+    def __init__(self, *, strict: bool = False, **options: Any) -> None:
+        self.strict = strict
+        self.options = options
+
+
+class QueryStage(Stage):
+    """Turns planned queries into planned queries (the first stage gets the caller's question)."""
+
+    phase = QUERY
+
+    def run(self, queries: Sequence[PlannedQuery], context: StageContext) -> list[PlannedQuery]:
+        raise NotImplementedError("query stages must implement run(queries, context)")
+
+
+class HitStage(Stage):
+    """Turns merged hits into hits, best first; never adds a hit the caller may not see."""
+
+    phase = HIT
+
+    def run(self, hits: Sequence[StageHit], context: StageContext) -> list[StageHit]:
+        raise NotImplementedError("hit stages must implement run(hits, context)")
+
+
+def order_problem(stages: Sequence[Stage]) -> str | None:
+    """Why the order is invalid (a query stage after a hit stage), naming both; None when valid."""
+    last_hit: Stage | None = None
+    for stage in stages:
+        if stage.phase == HIT:
+            last_hit = stage
+        elif stage.phase == QUERY and last_hit is not None:
+            return (
+                f"query stage {stage.name!r} comes after hit stage {last_hit.name!r}: query stages must "
+                "come first (they plan the queries the hits come from)"
+            )
+    return None

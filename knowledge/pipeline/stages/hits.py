@@ -1,0 +1,247 @@
+"""Hit stages: parent expansion, extractive compression, diversity with a source penalty, recency decay,
+and the configured reranker and compressor as stages."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime, parse_duration
+
+from knowledge.models import Chunk, Document
+from knowledge.pipeline.llm import ChatClient, LlmError
+from knowledge.pipeline.stages.base import HitStage, StageError
+from knowledge.pipeline.stages.types import StageContext, StageHit
+
+SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
+WORD = re.compile(r"\w+")
+
+
+class ParentExpand(HitStage):
+    """Children answer with their parent's text attached (`parent_content`), one hit per parent; the
+    child keeps its own citation. Options: `max_parent_chars` (2000), `missing` (`warn` or `ignore`)."""
+
+    name = "parent_expand"
+
+    def run(self, hits: Sequence[StageHit], context: StageContext) -> list[StageHit]:
+        from knowledge.selectors.verification import scope_q
+
+        rows = Chunk.objects.filter(pk__in=[h.chunk_id for h in hits], parent_index__isnull=False)
+        parent_of = {
+            pk: (doc, index) for pk, doc, index in rows.values_list("pk", "document_id", "parent_index")
+        }
+        if not parent_of:
+            return list(hits)
+        wanted = Q()
+        for document_id, index in set(parent_of.values()):
+            wanted |= Q(document_id=document_id, chunk_index=index)
+        visible = Chunk.objects.filter(scope_q(context.scope)).filter(wanted).distinct()
+        text = {(c.document_id, c.chunk_index): c.content for c in visible}
+        limit = int(self.options.get("max_parent_chars", 2000))
+        out, seen = [], set()
+        for hit in hits:
+            key = parent_of.get(hit.chunk_id)
+            if key is None:
+                out.append(hit)
+            elif key not in seen:
+                seen.add(key)
+                if key not in text and self.options.get("missing", "warn") == "warn":
+                    context.warnings.append(f"the parent of chunk {hit.chunk_id} is missing or not visible")
+                out.append(replace(hit, parent_content=text[key][:limit]) if key in text else hit)
+        return out
+
+
+def excerpts(content: str, query: str, max_chars: int) -> list[str]:
+    """The chunk's sentences that share words with the query, best first until `max_chars`, returned
+    in text order; each is an exact substring of `content`."""
+    terms = {w.lower() for w in WORD.findall(query)}
+    spans = [(m.start(), m.end()) for m in SENTENCE.finditer(content) if m.group().strip()]
+    scored = [(len({w.lower() for w in WORD.findall(content[a:b])} & terms), -a, (a, b)) for a, b in spans]
+    chosen, used = [], 0
+    for overlap, _, (a, b) in sorted(scored, reverse=True):
+        piece = content[a:b].strip()
+        if overlap and used + len(piece) <= max_chars:
+            chosen.append((a, piece))
+            used += len(piece)
+    return [piece for _, piece in sorted(chosen)]
+
+
+class Compress(HitStage):
+    """Quote-safe excerpts: each hit's content becomes its query-relevant sentences (exact substrings of
+    the chunk), at most `max_chars_per_hit` (600). Hits left empty are dropped (`drop_empty`, true).
+    `mode: "llm"` asks an LLM to pick the excerpts; anything that is not a substring is discarded."""
+
+    name = "compress"
+
+    def run(self, hits: Sequence[StageHit], context: StageContext) -> list[StageHit]:
+        limit = int(self.options.get("max_chars_per_hit", 600))
+        out = []
+        for hit in hits:
+            pieces = self._pieces(hit.content, context, limit)
+            if pieces:
+                out.append(replace(hit, content=" … ".join(pieces), excerpts=tuple(pieces)))
+            elif not self.options.get("drop_empty", True):
+                out.append(hit)
+        return out
+
+    def _pieces(self, content: str, context: StageContext, limit: int) -> list[str]:
+        if self.options.get("mode", "extractive") != "llm":
+            return excerpts(content, context.query.text or "", limit)
+        schema = {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["excerpts"],
+            "properties": {"excerpts": {"type": "array", "items": {"type": "string"}}},
+        }
+        prompt = "Quote, word for word, the passages of the text that answer the question. Never paraphrase."
+        try:
+            answer = ChatClient.from_settings().complete_json(
+                system=prompt, user=f"Question: {context.query.text}\n\nText:\n{content}", schema=schema,
+                name="excerpts", budget=context.budget,
+            )  # fmt: skip
+        except LlmError as exc:
+            raise StageError(str(exc)) from exc
+        kept = [
+            p.strip()
+            for p in answer.get("excerpts") or []
+            if isinstance(p, str) and p.strip() and p.strip() in content
+        ]
+        return [p for p in kept if len(p) <= limit][:8]
+
+
+class Diversify(HitStage):
+    """Maximal Marginal Relevance over the chunk vectors, minus `source_penalty` for every earlier pick
+    from the same document. Options: `lambda` (0.7), `limit` (the search's), `source_penalty` (0.1)."""
+
+    name = "diversify"
+
+    def run(self, hits: Sequence[StageHit], context: StageContext) -> list[StageHit]:
+        if not hits:
+            return []
+        lam, penalty = float(self.options.get("lambda", 0.7)), float(self.options.get("source_penalty", 0.1))
+        limit = int(self.options.get("limit", context.limit))
+        vectors = _vectors(hits, context)
+        scores = np.array([h.score for h in hits], dtype=float)
+        spread = scores.max() - scores.min()
+        relevance = (scores - scores.min()) / spread if spread > 0 else np.ones_like(scores)
+        picked: list[int] = []
+        while len(picked) < min(limit, len(hits)):
+            best, best_value = -1, -math.inf
+            for i in range(len(hits)):
+                if i in picked:
+                    continue
+                similar = (
+                    max((float(vectors[i] @ vectors[j]) for j in picked), default=0.0)
+                    if vectors is not None
+                    else 0.0
+                )
+                repeats = sum(hits[j].document_id == hits[i].document_id for j in picked)
+                value = lam * relevance[i] - (1 - lam) * similar - penalty * repeats
+                if value > best_value:
+                    best, best_value = i, value
+            picked.append(best)
+        return [hits[i] for i in picked]
+
+
+def _vectors(hits: Sequence[StageHit], context: StageContext) -> np.ndarray | None:
+    query = context.query
+    if query.embedding is None:
+        return None
+    from retrieval_backends.registry import get_backend
+
+    found = get_backend().get_chunk_vectors([h.chunk_id for h in hits], len(query.embedding), query.model)
+    if len(found) < len(hits):
+        return None
+    matrix = np.array([found[h.chunk_id] for h in hits], dtype=float)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+
+
+class Decay(HitStage):
+    """Exponential recency decay: score × 0.5^(age / `half_life`) on `field` (`source_updated_at`,
+    `updated_at` or `metadata.<path>`); `missing`: `ignore` (keep the score) or `drop`."""
+
+    name = "decay"
+
+    def run(self, hits: Sequence[StageHit], context: StageContext) -> list[StageHit]:
+        half_life = _duration(self.options.get("half_life", "30 00:00:00"))
+        field_name = str(self.options.get("field", "source_updated_at"))
+        stamps = _timestamps({h.document_id for h in hits}, field_name)
+        now, out = timezone.now(), []
+        for hit in hits:
+            stamp = stamps.get(hit.document_id)
+            if stamp is None:
+                if self.options.get("missing", "ignore") == "drop":
+                    continue
+                out.append(hit)
+                continue
+            age = max(0.0, (now - stamp).total_seconds())
+            out.append(replace(hit, score=hit.score * 0.5 ** (age / half_life.total_seconds())))
+        return sorted(out, key=lambda h: (-h.score, h.chunk_id))
+
+
+def _duration(value: Any) -> timedelta:
+    parsed = value if isinstance(value, timedelta) else parse_duration(str(value))
+    if parsed is None or parsed.total_seconds() <= 0:
+        raise StageError(f"half_life must be a positive duration such as '7 00:00:00', got {value!r}")
+    return parsed
+
+
+def _timestamps(document_ids: set[int], field_name: str) -> dict[int, datetime]:
+    rows = Document.objects.filter(pk__in=document_ids)
+    if field_name in {"source_updated_at", "updated_at"}:
+        return {pk: value for pk, value in rows.values_list("pk", field_name) if value is not None}
+    if not field_name.startswith("metadata."):
+        raise StageError(
+            f"field must be source_updated_at, updated_at or metadata.<path>, got {field_name!r}"
+        )
+    found = {}
+    for pk, metadata in rows.values_list("pk", "metadata"):
+        value: Any = metadata
+        for part in field_name.split(".")[1:]:
+            value = value.get(part) if isinstance(value, dict) else None
+        stamp = parse_datetime(value) if isinstance(value, str) else None
+        if stamp is not None:
+            found[pk] = stamp if stamp.tzinfo else timezone.make_aware(stamp, UTC)
+    return found
+
+
+class RerankerStage(HitStage):
+    """The configured reranker (KNOWLEDGE_RERANKER; `none` by default) as a stage."""
+
+    name = "reranker"
+
+    def run(self, hits: Sequence[StageHit], context: StageContext) -> list[StageHit]:
+        from knowledge.pipeline.registry import get_reranker
+
+        reranker = self.options.get("instance") or get_reranker()
+        pool = list(hits)
+        if reranker.needs_embeddings and context.query.embedding is not None:
+            from retrieval_backends.registry import get_backend
+
+            found = get_backend().get_chunk_vectors(
+                [h.chunk_id for h in pool], len(context.query.embedding), context.query.model
+            )
+            pool = [replace(h, embedding=found.get(h.chunk_id)) for h in pool]
+        return list(reranker.rerank(context.query, pool, context.limit))
+
+
+class CompressorStage(HitStage):
+    """The configured compressor (KNOWLEDGE_COMPRESSOR; `none` by default) within the token budget."""
+
+    name = "compressor"
+
+    def run(self, hits: Sequence[StageHit], context: StageContext) -> list[StageHit]:
+        from knowledge.pipeline.registry import get_compressor
+
+        compressor = self.options.get("instance") or get_compressor()
+        budget = int(self.options.get("token_budget") or settings.KNOWLEDGE_TOKEN_BUDGET)
+        return list(compressor.compress(context.query, list(hits), budget))

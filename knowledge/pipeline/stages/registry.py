@@ -1,0 +1,140 @@
+"""Stages by name, the configured pipeline (KNOWLEDGE_STAGES, or `stages` in plugins.json), and the
+bounded per-request stages an API caller may ask for."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.module_loading import import_string
+
+from knowledge.errors import InvalidInput
+from knowledge.pipeline.stages.base import Stage, order_problem
+
+PACKAGE = "knowledge.pipeline.stages"
+BUILT_IN = {
+    "query_planner": f"{PACKAGE}.query.QueryPlanner",
+    "multi_query": f"{PACKAGE}.query.MultiQuery",
+    "parent_expand": f"{PACKAGE}.hits.ParentExpand",
+    "compress": f"{PACKAGE}.hits.Compress",
+    "diversify": f"{PACKAGE}.hits.Diversify",
+    "decay": f"{PACKAGE}.hits.Decay",
+    "reranker": f"{PACKAGE}.hits.RerankerStage",
+    "compressor": f"{PACKAGE}.hits.CompressorStage",
+}
+# Today's fixed tail, as stages: parent expansion, then the configured reranker and compressor.
+DEFAULT_STAGES = ("parent_expand", "reranker", "compressor")
+MAX_REQUEST_STAGES = 8
+# What a request may set, per stage: option -> (type, low, high) or a tuple of allowed values.
+REQUEST_OPTIONS: dict[str, dict[str, Any]] = {
+    "query_planner": {"max_queries": (int, 1, 8)},
+    "multi_query": {"count": (int, 1, 6), "include_original": (bool,)},
+    "parent_expand": {"max_parent_chars": (int, 100, 20000), "missing": ("warn", "ignore")},
+    "compress": {"max_chars_per_hit": (int, 50, 5000), "drop_empty": (bool,), "mode": ("extractive", "llm")},
+    "diversify": {"lambda": (float, 0.0, 1.0), "limit": (int, 1, 100), "source_penalty": (float, 0.0, 1.0)},
+    "decay": {"half_life": (str,), "field": (str,), "missing": ("ignore", "drop")},
+    "reranker": {},
+    "compressor": {"token_budget": (int, 1, 100000)},
+}
+
+
+def build_stage(name: str, options: dict[str, Any] | None = None) -> Stage:
+    """A stage from a built-in name or a dotted path to a Stage subclass."""
+    path = BUILT_IN.get(name, name)
+    try:
+        cls = import_string(path)
+    except ImportError as exc:
+        raise ImproperlyConfigured(
+            f"stage {name!r}: cannot import {path!r} ({exc}); "
+            f"use one of {', '.join(BUILT_IN)} or a dotted path"
+        ) from exc
+    if not (isinstance(cls, type) and issubclass(cls, Stage)) or cls.phase not in {"query", "hit"}:
+        raise ImproperlyConfigured(f"stage {name!r}: {path} is not a query or hit Stage subclass")
+    try:
+        return cls(**(options or {}))
+    except TypeError as exc:
+        raise ImproperlyConfigured(f"stage {name!r}: bad options {options!r}: {exc}") from exc
+
+
+def _spec(entry: Any, origin: str) -> tuple[str, dict[str, Any]]:
+    if isinstance(entry, str) and entry.strip():
+        return entry.strip(), {}
+    if (
+        isinstance(entry, dict)
+        and isinstance(entry.get("class"), str)
+        and isinstance(entry.get("options", {}), dict)
+    ):
+        return entry["class"], dict(entry.get("options", {}))
+    raise ImproperlyConfigured(
+        f'{origin}: each stage is a name or {{"class": ..., "options": {{...}}}}, got {entry!r}'
+    )
+
+
+def configured_specs() -> list[tuple[str, dict[str, Any]]]:
+    """KNOWLEDGE_STAGES (comma-separated names) beats `stages` in plugins.json beats the default."""
+    from knowledge.pipeline.registry import plugins_json
+
+    names = [n.strip() for n in (getattr(settings, "KNOWLEDGE_STAGES", None) or "").split(",") if n.strip()]
+    if names:
+        return [(n, {}) for n in names]
+    entries = plugins_json().get("stages")
+    if entries is None:
+        return [(n, {}) for n in DEFAULT_STAGES]
+    if not isinstance(entries, list):
+        raise ImproperlyConfigured("plugins.json 'stages' must be a list")
+    return [_spec(e, "plugins.json 'stages'") for e in entries]
+
+
+def configured_stages() -> list[Stage]:
+    stages = [build_stage(name, options) for name, options in configured_specs()]
+    problem = order_problem(stages)
+    if problem:
+        raise ImproperlyConfigured(f"stages: {problem}")
+    return stages
+
+
+def _check_option(stage: str, name: str, value: Any, rule: tuple[Any, ...]) -> Any:
+    field = f"stages.{stage}.{name}"
+    if rule and isinstance(rule[0], type):
+        kind = rule[0]
+        if kind is bool and not isinstance(value, bool):
+            raise InvalidInput("must be true or false", field=field)
+        if kind in (int, float) and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise InvalidInput("must be a number", field=field)
+        if kind is int and not float(value).is_integer():
+            raise InvalidInput("must be a whole number", field=field)
+        if kind in (int, float) and not rule[1] <= value <= rule[2]:
+            raise InvalidInput(f"must be between {rule[1]} and {rule[2]}", field=field)
+        if kind is str and (not isinstance(value, str) or len(value) > 200):
+            raise InvalidInput("must be a short string", field=field)
+        return kind(value)
+    if value not in rule:
+        raise InvalidInput(f"must be one of {', '.join(map(str, rule))}", field=field)
+    return value
+
+
+def request_stages(entries: Sequence[Any]) -> list[Stage]:
+    """A request's `stages` list: allow-listed names with bounded options; a bad one is a 400."""
+    if len(entries) > MAX_REQUEST_STAGES:
+        raise InvalidInput(f"at most {MAX_REQUEST_STAGES} stages", field="stages")
+    stages = []
+    for entry in entries:
+        name, options = (
+            (entry, {}) if isinstance(entry, str) else (entry.get("name"), entry.get("options") or {})
+        )
+        if name not in REQUEST_OPTIONS:
+            raise InvalidInput(
+                f"unknown stage {name!r}; allowed: {', '.join(REQUEST_OPTIONS)}", field="stages"
+            )
+        allowed = {**REQUEST_OPTIONS[name], "strict": (bool,)}
+        unknown = sorted(set(options) - set(allowed))
+        if unknown:
+            raise InvalidInput(f"unknown options {unknown} for {name}", field=f"stages.{name}")
+        checked = {k: _check_option(name, k, v, allowed[k]) for k, v in options.items()}
+        stages.append(build_stage(name, checked))
+    problem = order_problem(stages)
+    if problem:
+        raise InvalidInput(problem, field="stages")
+    return stages
