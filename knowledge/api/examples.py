@@ -25,7 +25,8 @@ SEARCH = [
                     "title": "Vacation policy",
                     "content": "Vacation policy\nEmployees get 25 days of paid vacation per year.",
                     "source_url": "https://intranet.example.com/handbook/vacation",
-                    "rrf_score": 0.0328,
+                    "score": 1.84,
+                    "rrf_score": 1.84,
                     "similarity": 0.71,
                     "text_rank": 0.12,
                 }

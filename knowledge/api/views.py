@@ -67,6 +67,7 @@ def _render_hit(
         "content": hit.content,
         "source_url": hit.source_url,
         "page": hit.page,
+        "score": hit.rrf_score,
         "rrf_score": hit.rrf_score,
         "similarity": _finite(hit.similarity),
         "text_rank": _finite(hit.text_rank),
