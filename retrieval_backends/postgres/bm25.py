@@ -6,9 +6,14 @@ positions in each candidate's tsvector: `setweight` marks the query lexemes and 
 only them, so a candidate costs O(its vector) in C, not a row per lexeme. Candidates come from the
 GIN index, probing with the rarest query terms whose document frequencies add up to at most
 max(`candidate_budget`, 10 × limit) (always at least the rarest one): latency stays bounded on large
-corpora, and
-chunks matching only very common terms, which cannot outrank rarer matches by much, are skipped.
-All query terms are scored on every candidate. Scope filters are in the candidate query.
+corpora, and chunks matching only very common terms, which cannot outrank rarer matches by much, are
+skipped. All query terms are scored on every candidate. Scope filters are in the candidate query.
+
+The plan must not depend on table statistics: right after a bulk load there are none, and the
+planner used to guess one query term and re-run the candidate scan once per term. So every step is
+a MATERIALIZED CTE that runs once: `probe` is one row per language carrying the query lexemes and
+their IDFs as arrays, the candidate scan joins only that row, and scoring unnests each candidate's
+filtered vector against those arrays. No join is left that a bad estimate could turn into a loop.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from retrieval_backends.postgres.sql import CHUNK, DOCUMENT, lane_settings, rows_to_hits, scope_filter
+from retrieval_backends.postgres.sql import CHUNK, DOCUMENT, lane_fetch, rows_to_hits, scope_filter
 from retrieval_backends.types import LaneHit, SearchScope
 
 STATS = "knowledge_keywordstatistics"
@@ -40,46 +45,42 @@ class BM25Params:
 QUOTED = r"'''' || replace(replace(lexeme, '\', '\\'), '''', '''''') || ''''"
 
 BM25_SQL = f"""
-WITH cfg AS (
-    SELECT cfgname::text AS language, oid::regconfig AS config
-    FROM pg_ts_config WHERE cfgname = ANY(%(languages)s)
+WITH qlex AS MATERIALIZED (
+    SELECT DISTINCT cfg.cfgname::text AS language, lex.lexeme
+    FROM pg_ts_config cfg, unnest(to_tsvector(cfg.oid::regconfig, %(query)s)) AS lex
+    WHERE cfg.cfgname = ANY(%(languages)s)
 ),
-qlex AS (
-    SELECT DISTINCT cfg.language, lex.lexeme FROM cfg, unnest(to_tsvector(cfg.config, %(query)s)) AS lex
-),
-stats AS (
-    SELECT language, chunk_count AS n, total_length::float8 / chunk_count AS avgdl
-    FROM {STATS} WHERE tenant_id = %(tenant)s AND chunk_count > 0
-),
-terms AS (
-    SELECT q.language, q.lexeme, t.df, s.avgdl,
-           ln(1 + (s.n - t.df + 0.5) / (t.df + 0.5)) AS idf,
+terms AS MATERIALIZED (
+    SELECT q.language, q.lexeme, t.df, s.total_length::float8 / s.chunk_count AS avgdl,
+           ln(1 + (s.chunk_count - t.df + 0.5) / (t.df + 0.5)) AS idf,
            sum(t.df) OVER (PARTITION BY q.language ORDER BY t.df, q.lexeme) AS cumulative_df
     FROM qlex q
-    JOIN stats s ON s.language = q.language
+    JOIN {STATS} s ON s.tenant_id = %(tenant)s AND s.language = q.language AND s.chunk_count > 0
     JOIN {TERMS} t ON t.tenant_id = %(tenant)s AND t.language = q.language AND t.lexeme = q.lexeme
     WHERE t.df > 0
 ),
-probe AS (
+probe AS MATERIALIZED (
     SELECT language,
-           (string_agg({QUOTED}, ' | ') FILTER (WHERE cumulative_df - df < %(budget)s))::tsquery AS tsq,
-           array_agg(lexeme) AS lexemes
+           (string_agg({QUOTED}, ' | ')
+               FILTER (WHERE cumulative_df <= %(budget)s OR cumulative_df = df))::tsquery AS tsq,
+           array_agg(lexeme ORDER BY lexeme) AS lexemes,
+           array_agg(idf ORDER BY lexeme) AS idfs,
+           min(avgdl) AS avgdl
     FROM terms GROUP BY language
 ),
-candidates AS (
-    SELECT c.id, c.language, c.lexeme_count,
+candidates AS MATERIALIZED (
+    SELECT c.id, p.lexemes, p.idfs,
+           %(k1)s * (1 - %(b)s + %(b)s * c.lexeme_count / p.avgdl) AS norm,
            ts_filter(setweight(c.search_vector, 'A', p.lexemes), '{{a}}') AS vector
-    FROM {CHUNK} c JOIN probe p ON p.language = c.language
+    FROM probe p JOIN {CHUNK} c ON c.language = p.language
     WHERE c.search_vector @@ p.tsq AND {{where}}
 ),
-scored AS (
+scored AS MATERIALIZED (
     SELECT cd.id,
-           sum(t.idf * (array_length(lex.positions, 1) * (%(k1)s + 1))
-               / (array_length(lex.positions, 1)
-                  + %(k1)s * (1 - %(b)s + %(b)s * cd.lexeme_count / t.avgdl))) AS score
-    FROM candidates cd
-    CROSS JOIN LATERAL unnest(cd.vector) AS lex
-    JOIN terms t ON t.language = cd.language AND t.lexeme = lex.lexeme
+           sum(cd.idfs[array_position(cd.lexemes, lex.lexeme)]
+               * array_length(lex.positions, 1) * (%(k1)s + 1)
+               / (array_length(lex.positions, 1) + cd.norm)) AS score
+    FROM candidates cd CROSS JOIN LATERAL unnest(cd.vector) AS lex
     GROUP BY cd.id
     ORDER BY score DESC, cd.id
     LIMIT %(limit)s
@@ -119,9 +120,8 @@ def bm25_search(
         "limit": limit,
         **filter_params,
     }
-    with lane_settings(timeout_ms) as cursor:
-        cursor.execute(BM25_SQL.replace("{where}", where), args)
-        return rows_to_hits(cursor.fetchall())
+    [rows] = lane_fetch(timeout_ms, [(BM25_SQL.replace("{where}", where), args)])
+    return rows_to_hits(rows)
 
 
 def has_statistics(cursor: Any, tenant_id: int, languages: Sequence[str]) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from retrieval_backends.postgres.sql import CHUNK, DOCUMENT, lane_settings, rows_to_hits, scope_filter
+from retrieval_backends.postgres.sql import CHUNK, DOCUMENT, lane_fetch, rows_to_hits, scope_filter
 from retrieval_backends.types import LaneHit, SearchScope
 
 # AND semantics (plainto/websearch_to_tsquery) match nothing for most natural-language questions, so
@@ -47,7 +47,5 @@ ORDER BY s.score DESC, c.id
 """
     )
     args: list[Any] = [query_text, list(languages), *params, limit]
-    with lane_settings(timeout_ms) as cursor:
-        cursor.execute(sql, args)
-        rows = cursor.fetchall()
+    [rows] = lane_fetch(timeout_ms, [(sql, args)])
     return rows_to_hits(rows)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -42,25 +42,76 @@ def connector_filter(alias: str, connector_ids: Sequence[int] | None) -> tuple[s
     return f"{alias}.connector_id = ANY(%s)", [list(connector_ids)]
 
 
+Params = Sequence[Any] | Mapping[str, Any]
+
+
 @contextmanager
 def lane_settings(timeout_ms: int, **gucs: str | int) -> Iterator[Any]:
     """A transaction (or savepoint) whose statements run under a timeout and local settings.
 
-    Settings are transaction-local, and restored on exit so an enclosing transaction is unaffected.
+    Settings are transaction-local; inside an enclosing transaction they are restored on exit.
     """
-    names = ["statement_timeout", *gucs]
-    values = [str(timeout_ms), *(str(v) for v in gucs.values())]
+    names, values = _settings(timeout_ms, gucs)
+    nested = connection.in_atomic_block
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SELECT name, current_setting(name) FROM unnest(%s::text[]) AS name", [names])
-        previous = cursor.fetchall()
+        if nested:
+            cursor.execute("SELECT name, current_setting(name) FROM unnest(%s::text[]) AS name", [names])
+            previous = cursor.fetchall()
         cursor.execute(
             "SELECT set_config(n, v, true) FROM unnest(%s::text[], %s::text[]) AS s(n, v)", [names, values]
         )
         yield cursor
-        cursor.execute(
-            "SELECT set_config(n, v, true) FROM unnest(%s::text[], %s::text[]) AS s(n, v)",
-            [[n for n, _ in previous], [v for _, v in previous]],
-        )
+        if nested:
+            cursor.execute(
+                "SELECT set_config(n, v, true) FROM unnest(%s::text[], %s::text[]) AS s(n, v)",
+                [[n for n, _ in previous], [v for _, v in previous]],
+            )
+
+
+def lane_fetch(
+    timeout_ms: int, statements: Sequence[tuple[str, Params]], **gucs: str | int
+) -> list[list[tuple[Any, ...]]]:
+    """The rows of each statement, run under a timeout and settings local to them.
+
+    Outside a transaction this is one round trip: the settings and the statements go in one
+    simple-protocol message, which PostgreSQL runs as one implicit transaction (so `set_config(...,
+    true)` lasts until its end and the timeout applies to each statement). Inside a transaction,
+    or with server-side binding, it falls back to `lane_settings`.
+    """
+    server_binding = connection.settings_dict.get("OPTIONS", {}).get("server_side_binding", False)
+    if connection.in_atomic_block or server_binding:
+        with lane_settings(timeout_ms, **gucs) as cursor:
+            results = []
+            for sql, params in statements:
+                cursor.execute(sql, params)
+                results.append(cursor.fetchall())
+            return results
+    names, values = _settings(timeout_ms, gucs)
+    prefix = "SELECT " + ", ".join(
+        f"set_config({_literal(n)}, {_literal(v)}, true)" for n, v in zip(names, values, strict=True)
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(";\n".join([prefix, *(sql for sql, _ in statements)]), _merged(statements))
+        results = []
+        for _ in statements:
+            cursor.nextset()
+            results.append(cursor.fetchall())
+        return results
+
+
+def _settings(timeout_ms: int, gucs: Mapping[str, str | int]) -> tuple[list[str], list[str]]:
+    return ["statement_timeout", *gucs], [str(int(timeout_ms)), *(str(v) for v in gucs.values())]
+
+
+def _literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _merged(statements: Sequence[tuple[str, Params]]) -> Params:
+    """One parameter set for statements that all use named, or all positional, placeholders."""
+    if all(isinstance(params, Mapping) for _, params in statements):
+        return {k: v for _, params in statements for k, v in dict(params).items()}
+    return [v for _, params in statements for v in params]
 
 
 def vector_literal(values: Sequence[float]) -> str:
