@@ -6,11 +6,13 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.db import DatabaseError, connection
+from django.db.models.signals import post_delete, post_save
 from django.db.utils import OperationalError
 from psycopg import errors as pg_errors
 
-from knowledge.models import Chunk, ChunkEmbedding
+from knowledge.models import Chunk, ChunkEmbedding, KeywordStatistics
 from retrieval_backends.base import BackendUnavailable, KnowledgeRetrievalBackend
+from retrieval_backends.lookup_cache import LookupCache
 from retrieval_backends.postgres import bm25, keyword, neighbors, vector, writes
 from retrieval_backends.postgres.bm25 import BM25Params
 from retrieval_backends.postgres.sql import CHUNK, EMBEDDING, connector_filter, distinct_values
@@ -45,15 +47,20 @@ class PostgresRetrievalBackend(KnowledgeRetrievalBackend):
         self.lane_timeout_ms = lane_timeout_ms
         self.exact_scan_max_rows = exact_scan_max_rows
         self.bm25 = BM25Params(k1=bm25_k1, b=bm25_b, candidate_budget=keyword_candidate_budget)
+        # Languages, statistics presence and vector models, asked by every search (see LookupCache).
+        self.lookups = LookupCache()
 
     # --- writes -------------------------------------------------------------------------------------
     def insert_chunks(self, chunks: Sequence[ChunkInput]) -> list[StoredChunk]:
+        self.lookups.written()
         return writes.insert_chunks(chunks)
 
     def index_embeddings(self, updates: Sequence[EmbeddingUpdate], dimensions: int) -> int:
+        self.lookups.written()
         return writes.index_embeddings(updates, dimensions)
 
     def delete_document_chunks(self, document_id: int) -> int:
+        self.lookups.written()
         return writes.delete_document_chunks(document_id)
 
     def get_document_chunks(self, document_id: int) -> list[StoredChunk]:
@@ -99,24 +106,38 @@ class PostgresRetrievalBackend(KnowledgeRetrievalBackend):
         return neighbors.find_neighbors(access_scope, anchors, radius)
 
     # --- diagnostics --------------------------------------------------------------------------------
+    # Only answers that do no harm when stale are cached: a language, dimension, model or statistics
+    # that exists. "None" is asked again, so it never hides what another process has just written.
     def get_text_search_languages(self, tenant_id: int, connector_ids: Sequence[int] | None) -> list[str]:
         where, params = connector_filter("t", connector_ids)
-        return distinct_values(CHUNK, "language", f"NOT t.is_deleted AND {where}", tenant_id, params)
+        return self.lookups.get(
+            ("languages", tenant_id, _key(connector_ids)),
+            lambda: distinct_values(CHUNK, "language", f"NOT t.is_deleted AND {where}", tenant_id, params),
+        )
 
     def get_populated_embedding_dimensions(
         self, tenant_id: int, connector_ids: Sequence[int] | None
     ) -> list[int]:
         where, params = connector_filter("t", connector_ids)
-        return distinct_values(EMBEDDING, "dimensions", where, tenant_id, params)
+        return self.lookups.get(
+            ("dimensions", tenant_id, _key(connector_ids)),
+            lambda: distinct_values(EMBEDDING, "dimensions", where, tenant_id, params),
+        )
 
     def has_embedding_model(self, tenant_id: int, model: str) -> bool:
-        return ChunkEmbedding.objects.filter(tenant_id=tenant_id, model=model).exists()
+        return self.lookups.get(
+            ("model", tenant_id, model),
+            lambda: ChunkEmbedding.objects.filter(tenant_id=tenant_id, model=model).exists(),
+        )
 
     def has_keyword_statistics(
         self, tenant_id: int, languages: Sequence[str], connector_ids: Sequence[int] | None
     ) -> bool:
-        with connection.cursor() as cursor:
-            return bm25.has_statistics(cursor, tenant_id, languages)
+        def ask() -> bool:
+            with connection.cursor() as cursor:
+                return bm25.has_statistics(cursor, tenant_id, languages)
+
+        return self.lookups.get(("statistics", tenant_id, tuple(sorted(languages))), ask)
 
     def is_search_timeout(self, error: BaseException) -> bool:
         cause: BaseException | None = error
@@ -134,3 +155,19 @@ class PostgresRetrievalBackend(KnowledgeRetrievalBackend):
                     raise BackendUnavailable("the pgvector extension is not installed")
         except (OperationalError, DatabaseError) as exc:
             raise BackendUnavailable(f"PostgreSQL is unreachable: {exc}") from exc
+
+
+def _key(connector_ids: Sequence[int] | None) -> tuple[int, ...] | None:
+    return None if connector_ids is None else tuple(sorted(connector_ids))
+
+
+def _model_written(**kwargs: Any) -> None:
+    """ORM writes (admin, factories, a deleted statistics row) clear the look-ups like backend writes."""
+    LookupCache.written_everywhere()
+
+
+# Not post_delete on chunks and vectors: a receiver would stop Django's fast cascade deletes, and a
+# stale "it exists" after a delete does no harm.
+for _model in (Chunk, ChunkEmbedding, KeywordStatistics):
+    post_save.connect(_model_written, sender=_model, dispatch_uid=f"lookups-{_model.__name__}-save")
+post_delete.connect(_model_written, sender=KeywordStatistics, dispatch_uid="lookups-statistics-delete")

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from retrieval_backends.lookup_cache import LookupCache
 from retrieval_backends.postgres.sql import CHUNK, DOCUMENT, lane_fetch, rows_to_hits, scope_filter
 from retrieval_backends.types import LaneHit, SearchScope
 
@@ -159,3 +160,4 @@ def rebuild_statistics(cursor: Any, tenant_id: int | None = None) -> None:
     condition = "TRUE" if tenant_id is None else f"tenant_id = {int(tenant_id)}"
     for statement in REBUILD_SQL:
         cursor.execute(statement.replace("{tenant}", condition))
+    LookupCache.written_everywhere()

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 
 from retrieval_backends.types import AccessScope, LaneHit
 
@@ -68,33 +68,69 @@ def lane_settings(timeout_ms: int, **gucs: str | int) -> Iterator[Any]:
             )
 
 
+SAVEPOINT = "knowledge_lane"
+
+
 def lane_fetch(
     timeout_ms: int, statements: Sequence[tuple[str, Params]], **gucs: str | int
 ) -> list[list[tuple[Any, ...]]]:
-    """The rows of each statement, run under a timeout and settings local to them.
+    """The rows of each statement, run under a timeout and settings local to them, in one round trip.
 
-    Outside a transaction this is one round trip: the settings and the statements go in one
-    simple-protocol message, which PostgreSQL runs as one implicit transaction (so `set_config(...,
-    true)` lasts until its end and the timeout applies to each statement). Inside a transaction,
-    or with server-side binding, it falls back to `lane_settings`.
+    The settings and the statements go in one simple-protocol message. Outside a transaction
+    PostgreSQL runs it as one implicit transaction, so `set_config(..., true)` ends with it; inside
+    one, the message opens a savepoint and rolls back to it after the (read-only) statements, which
+    undoes the settings and leaves the enclosing transaction as it was. The timeout applies to each
+    statement. With server-side binding (no multi-statement messages) it falls back to
+    `lane_settings`.
     """
-    server_binding = connection.settings_dict.get("OPTIONS", {}).get("server_side_binding", False)
-    if connection.in_atomic_block or server_binding:
-        with lane_settings(timeout_ms, **gucs) as cursor:
-            results = []
-            for sql, params in statements:
-                cursor.execute(sql, params)
-                results.append(cursor.fetchall())
-            return results
+    if connection.settings_dict.get("OPTIONS", {}).get("server_side_binding", False):
+        return _fetch_in_steps(timeout_ms, statements, gucs)
     names, values = _settings(timeout_ms, gucs)
-    prefix = "SELECT " + ", ".join(
-        f"set_config({_literal(n)}, {_literal(v)}, true)" for n, v in zip(names, values, strict=True)
-    )
+    parts = [
+        "SELECT "
+        + ", ".join(
+            f"set_config({_literal(n)}, {_literal(v)}, true)" for n, v in zip(names, values, strict=True)
+        ),
+        *(sql for sql, _ in statements),
+    ]
+    nested = connection.in_atomic_block
+    if nested:
+        parts = [
+            f"SAVEPOINT {SAVEPOINT}",
+            *parts,
+            f"ROLLBACK TO SAVEPOINT {SAVEPOINT}",
+            f"RELEASE SAVEPOINT {SAVEPOINT}",
+        ]
     with connection.cursor() as cursor:
-        cursor.execute(";\n".join([prefix, *(sql for sql, _ in statements)]), _merged(statements))
-        results = []
-        for _ in statements:
+        try:
+            cursor.execute(";\n".join(parts), _merged(statements))
+        except Exception:
+            if nested:
+                _recover(cursor)
+            raise
+        for _ in range(2 if nested else 1):  # skip the savepoint and the settings
             cursor.nextset()
+        results = []
+        for index in range(len(statements)):
+            if index:
+                cursor.nextset()
+            results.append(cursor.fetchall())
+        return results
+
+
+def _recover(cursor: Any) -> None:
+    """Leave the enclosing transaction usable after a failed lane statement (e.g. its timeout)."""
+    with suppress(DatabaseError):  # the connection itself may be gone; the first error is what counts
+        cursor.execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}; RELEASE SAVEPOINT {SAVEPOINT}")
+
+
+def _fetch_in_steps(
+    timeout_ms: int, statements: Sequence[tuple[str, Params]], gucs: Mapping[str, str | int]
+) -> list[list[tuple[Any, ...]]]:
+    with lane_settings(timeout_ms, **gucs) as cursor:
+        results = []
+        for sql, params in statements:
+            cursor.execute(sql, params)
             results.append(cursor.fetchall())
         return results
 

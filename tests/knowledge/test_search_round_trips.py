@@ -1,0 +1,98 @@
+"""Round trips per search: look-ups are cached (and forgotten on writes), lanes take one message each."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.db import connection
+
+from knowledge.pipeline.active import active_embedder
+from knowledge.selectors.search import search_chunks
+from knowledge.services.documents import document_upsert
+from retrieval_backends.registry import get_backend
+from retrieval_backends.types import SearchScope
+from tests.factories import ConnectorFactory
+
+pytestmark = pytest.mark.django_db
+
+DOCS = {
+    "cats": "Cats are small carnivorous mammals that purr and hunt mice.",
+    "dogs": "Dogs are loyal companions that bark and fetch sticks.",
+    "ships": "Container ships carry freight across the ocean.",
+}
+
+
+@pytest.fixture
+def connector():  # type: ignore[no-untyped-def]
+    connector = ConnectorFactory.create()
+    for key, text in DOCS.items():
+        document_upsert(connector=connector, external_id=key, title=key, content=text, is_public=True)
+    return connector
+
+
+@pytest.fixture
+def scope(connector):  # type: ignore[no-untyped-def]
+    return SearchScope(tenant_id=connector.tenant_id, principal_tokens=frozenset({"public"}))
+
+
+def test_a_hybrid_search_takes_at_most_three_statements_plus_one_per_lane(  # type: ignore[no-untyped-def]
+    scope, django_assert_max_num_queries
+) -> None:
+    search_chunks(scope=scope, query_text="cats purr")  # the first search fills the look-up cache
+    with django_assert_max_num_queries(3 + 2):
+        result = search_chunks(scope=scope, query_text="cats purr")
+    assert result.lanes["vector"] > 0 and result.lanes["keyword"] > 0
+    assert result.warnings == []
+    vector = active_embedder().embed("cats purr")
+    with django_assert_max_num_queries(3 + 2):
+        result = search_chunks(scope=scope, query_text="cats purr", query_embedding=vector)
+    assert result.lanes["vector"] > 0 and result.lanes["keyword"] > 0
+
+
+def test_a_write_in_this_process_is_seen_by_the_next_search(connector, scope) -> None:  # type: ignore[no-untyped-def]
+    assert search_chunks(scope=scope, query_text="zebra", lanes=["keyword"]).hits == []
+    document_upsert(
+        connector=connector,
+        external_id="zebra",
+        content="zebra stripes",
+        is_public=True,
+        language="simple",  # a language the cache has not seen yet
+    )
+    hits = search_chunks(scope=scope, query_text="zebra", lanes=["keyword"]).hits
+    assert [h.content for h in hits] == ["zebra stripes"]
+
+
+def insert_behind_the_service(scope: SearchScope, language: str) -> None:
+    """A chunk written as another process would: no invalidation reaches this process's cache."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO knowledge_chunk (document_id, chunk_index, content, token_count, language, "
+            "tenant_id, connector_id, is_deleted, acl_tokens, search_vector, lexeme_count) "
+            "SELECT document_id, 99, 'x', 1, %s, tenant_id, connector_id, false, acl_tokens, "
+            "to_tsvector('simple', 'x'), 1 FROM knowledge_chunk WHERE tenant_id = %s LIMIT 1",
+            [language, scope.tenant_id],
+        )
+
+
+def test_another_processs_write_is_seen_within_the_ttl(scope) -> None:  # type: ignore[no-untyped-def]
+    backend = get_backend()
+    backend.lookups.ttl = 0.2  # type: ignore[attr-defined]
+    assert backend.get_text_search_languages(scope.tenant_id, None) == ["english"]
+    insert_behind_the_service(scope, "simple")
+    assert backend.get_text_search_languages(scope.tenant_id, None) == ["english"]  # cached
+    time.sleep(0.25)
+    assert backend.get_text_search_languages(scope.tenant_id, None) == ["english", "simple"]
+
+
+def test_nothing_there_is_never_cached(scope) -> None:  # type: ignore[no-untyped-def]
+    backend = get_backend()
+    assert not backend.has_embedding_model(scope.tenant_id, "other-model")
+    with connection.cursor() as cursor:  # vectors of that model arrive behind the cache's back
+        cursor.execute(
+            "UPDATE knowledge_chunkembedding SET model = 'other-model' WHERE tenant_id = %s",
+            [scope.tenant_id],
+        )
+    assert backend.has_embedding_model(scope.tenant_id, "other-model")
+    assert backend.get_text_search_languages(scope.tenant_id + 1000, None) == []
+    assert backend.get_populated_embedding_dimensions(scope.tenant_id + 1000, None) == []
