@@ -23,6 +23,7 @@ from knowledge.pipeline.registry import get_chunker
 from knowledge.services.access import acl_tokens
 from knowledge.services.chunks import PreparedChunks, chunks_replace
 from knowledge.services.documents import _check_size, content_hash, document_upsert
+from knowledge.services.table_statistics import tables_analyze_after_bulk_write
 
 
 @dataclass(frozen=True)
@@ -222,6 +223,7 @@ def documents_ingest(
             pending = following
         if pending is not None:
             _flush(connector, pending.result(), embedder.name, stats, on_progress)
+    tables_analyze_after_bulk_write(chunks_written=stats.chunks)
     stats.seconds = time.monotonic() - started
     return stats
 
