@@ -71,7 +71,8 @@ def candidate_scans(tenant_id: int) -> list[dict[str, Any]]:
     scope = SearchScope(tenant_id=tenant_id, principal_tokens=frozenset({"public"}))
     where, filter_params = _named_filter(scope)
     params = BM25Params()
-    args = {"languages": ["simple"], "query": QUERY, "tenant": tenant_id, "budget": params.budget_for(50)}
+    args: dict[str, Any] = {"languages": ["simple"], "query": QUERY, "tenant": tenant_id}
+    args["budget"] = params.budget_for(50)
     args |= {"k1": params.k1, "b": params.b, "limit": 50, **filter_params}
     with connection.cursor() as cursor:
         cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + BM25_SQL.replace("{where}", where), args)
