@@ -40,7 +40,7 @@ class PostgresRetrievalBackend(KnowledgeRetrievalBackend):
         exact_scan_max_rows: int = 5000,
         bm25_k1: float = 1.2,
         bm25_b: float = 0.75,
-        keyword_candidate_budget: int = 1000,
+        keyword_candidate_budget: int = 500,
         **options: Any,
     ):
         super().__init__(**options)

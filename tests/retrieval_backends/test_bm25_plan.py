@@ -81,7 +81,7 @@ def candidate_scans(tenant_id: int) -> list[dict[str, Any]]:
     return [
         node
         for node in nodes(plan[0]["Plan"])
-        if node.get("Index Name") == "chunk_search_vector_gin"
+        if node.get("Index Name") in {"chunk_search_vector_gin", "chunk_tenant_lexemes_gin"}
         or (node.get("Relation Name") == "knowledge_chunk" and node["Node Type"] != "Index Scan")
     ]
 
