@@ -38,6 +38,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--json", type=Path, default=None, help="also write the figures to this file")
     parser.add_argument("--database", default="knowledge_bench")
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument(
+        "--long-queries",
+        action="store_true",
+        help="10-25 words drawn from the whole vocabulary, common words too, as real questions are",
+    )
     return parser.parse_args()
 
 
@@ -217,8 +222,20 @@ def copy_rows(cursor: Any, target: str, rows: list[tuple[Any, ...]]) -> None:
 
 
 # --- queries -------------------------------------------------------------------------------------------
-def make_queries(count: int, seed: int) -> list[tuple[list[float], str]]:
-    """Vectors near random corpus vectors, and 3-8 Zipf-drawn words below the stop-word-like ranks."""
+def query_words(rng: random.Random, vocabulary: list[str], cumulative: list[float], long: bool) -> list[str]:
+    """3-8 Zipf-drawn words below the stop-word-like ranks; or, like a real question, 10-25 drawn from
+    the whole vocabulary (so a few are in most chunks)."""
+    if long:
+        return rng.choices(vocabulary, cum_weights=cumulative, k=rng.randint(10, 25))
+    return rng.choices(
+        vocabulary[STOPWORD_RANKS:],
+        cum_weights=cumulative[: VOCAB_SIZE - STOPWORD_RANKS],
+        k=rng.randint(3, 8),
+    )
+
+
+def make_queries(count: int, seed: int, long: bool = False) -> list[tuple[list[float], str]]:
+    """Vectors near random corpus vectors, and words (see `query_words`)."""
     from django.db import connection
 
     rng = random.Random(seed + 1)
@@ -234,12 +251,7 @@ def make_queries(count: int, seed: int) -> list[tuple[list[float], str]]:
     queries = []
     for source in sources:
         noisy = [v + rng.gauss(0.0, 0.3 / math.sqrt(DIM)) for v in source]
-        words = rng.choices(
-            vocabulary[STOPWORD_RANKS:],
-            cum_weights=cumulative[: VOCAB_SIZE - STOPWORD_RANKS],
-            k=rng.randint(3, 8),
-        )
-        queries.append((noisy, " ".join(words)))
+        queries.append((noisy, " ".join(query_words(rng, vocabulary, cumulative, long))))
     return queries
 
 
@@ -382,7 +394,8 @@ def mean_recall(found: Sequence[Sequence[int]], truth: Sequence[Sequence[int]]) 
 # --- report ----------------------------------------------------------------------------------------------
 def report_lines(figures: dict[str, Any]) -> Iterator[str]:
     lat = figures["latency"]
-    yield f"corpus: {figures['chunks']} chunks, {figures['queries']} queries, limit {LIMIT}"
+    kind = "long (10-25 words)" if figures.get("long_queries") else "short (3-8 words)"
+    yield f"corpus: {figures['chunks']} chunks, {figures['queries']} {kind} queries, limit {LIMIT}"
     yield f"corpus load: {figures['load_seconds']:.1f} s (0 = reused)"
     yield f"exact_scan_max_rows: {figures['exact_scan_max_rows']}"
     yield f"{'path':<34}{'p50 ms':>10}{'p95 ms':>10}"
@@ -417,9 +430,10 @@ def main() -> None:
     tenant_id, load_seconds = build_corpus(args.chunks, args.seed)
     from django.conf import settings
 
-    queries = make_queries(args.queries + args.warmup, args.seed)
+    queries = make_queries(args.queries + args.warmup, args.seed, args.long_queries)
     warm, measured = args.warmup, queries[args.warmup :]
     figures: dict[str, Any] = {"chunks": args.chunks, "queries": args.queries, "load_seconds": load_seconds}
+    figures["long_queries"] = args.long_queries
     figures["exact_scan_max_rows"] = settings.RETRIEVAL_BACKEND["OPTIONS"]["exact_scan_max_rows"]
     figures["latency"] = measure_latency(tenant_id, queries[:warm] + measured, warm)
     figures["visibility"] = {

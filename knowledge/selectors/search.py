@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -90,8 +91,20 @@ def _vector_query(
     return _VectorQuery(embedder.embed(query_text), embedder.dimension, embedder.name)
 
 
+_lane_thread = threading.local()
+LANE_CONNECTION_CHECK_SECONDS = 1.0
+
+
 def _in_lane_thread(fn: Callable[[], list[LaneHit]]) -> list[LaneHit]:
-    connection.close_if_unusable_or_obsolete()
+    # Pool threads get no request signals, so they retire old or broken connections themselves; the
+    # check costs a round trip (CONN_HEALTH_CHECKS), so at most once a second unless a query failed.
+    now = time.monotonic()
+    if (
+        connection.errors_occurred
+        or now - getattr(_lane_thread, "checked", 0.0) > LANE_CONNECTION_CHECK_SECONDS
+    ):
+        connection.close_if_unusable_or_obsolete()
+        _lane_thread.checked = now
     return fn()
 
 

@@ -87,6 +87,7 @@ class PostgresRetrievalBackend(KnowledgeRetrievalBackend):
             model=model,
             timeout_ms=self.lane_timeout_ms,
             exact_scan_max_rows=self.exact_scan_max_rows,
+            estimates=self.lookups,
         )
 
     def keyword_search(

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from knowledge.models.documents import INDEXED_DIMENSIONS
+from retrieval_backends.lookup_cache import LookupCache
 from retrieval_backends.postgres.sql import (
     CHUNK,
     DOCUMENT,
@@ -124,6 +125,7 @@ def vector_search(
     model: str | None,
     timeout_ms: int,
     exact_scan_max_rows: int,
+    estimates: LookupCache | None = None,
 ) -> list[LaneHit]:
     if scope.sees_nothing or limit <= 0:
         return []
@@ -132,7 +134,12 @@ def vector_search(
     where, params = _candidate_sql(scope, dimensions, model)
     args = [vector_literal(query), *params, limit]
     if dimensions in INDEXED_DIMENSIONS:
-        visible, fraction = _visible_estimate(scope, where, params, dimensions, timeout_ms)
+        # Planner estimates change only with ANALYZE; a stale one just picks the other (correct) path.
+        def estimate() -> tuple[float, float]:
+            return _visible_estimate(scope, where, params, dimensions, timeout_ms)
+
+        key = ("visible", where, *(tuple(p) if isinstance(p, list) else p for p in params))
+        visible, fraction = estimates.get(key, estimate, keep=lambda _: True) if estimates else estimate()
         if visible > exact_scan_max_rows:
             [rows] = lane_fetch(
                 timeout_ms, [(_hnsw_sql(where, dimensions), args)], **hnsw_settings(limit, fraction)
