@@ -1,10 +1,11 @@
 """Load test of POST /api/v1/search over loopback with SciFact's train questions, at several concurrencies.
 
 By default it serves the benchmark database itself (SciFact ingested once with the chosen embedder, a
-search key issued), with gunicorn as `make run` does, or with `--server runserver` for comparison; or
-point it at a running server with `--url` and `--key`. Each level runs for `--seconds` (and at most
-`--max-requests` requests); it prints requests/s, p50/p95/p99 latency and the errors.
-Usage: python bench/load.py [--server gunicorn|runserver] [--concurrency 1 4 16] [--seconds 60]
+key issued), with gunicorn as `make run` does, or with `--server runserver` for comparison; or point
+it at a running server with `--url` and `--key`. Each level runs for `--seconds` (and at most
+`--max-requests` requests); it prints requests/s, p50/p95/p99 latency and the errors. `--mode index`
+sends SciFact's documents (new ids each run) to POST /api/v1/index instead: concurrent ingest.
+Usage: python bench/load.py [--server gunicorn|runserver] [--mode search|index] [--concurrency 1 4 16]
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ SCIFACT = ROOT.parent / "shared" / "datasets" / "scifact"
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--server", choices=["gunicorn", "runserver"], default="gunicorn")
+    parser.add_argument("--mode", choices=["search", "index"], default="search")
     parser.add_argument("--url", default=None, help="a running server (then --key is needed)")
     parser.add_argument("--key", default=None)
     parser.add_argument("--embedder", default="local", help="embedder of the served corpus and queries")
@@ -63,7 +65,8 @@ def prepare(root: Path, embedder: str) -> str:
     connector, _ = Connector.objects.get_or_create(tenant=tenant, name="scifact", defaults={"kind": "api"})
     if Document.objects.filter(connector=connector).count() != corpus_size(root):
         documents_ingest(connector=connector, documents=iter_corpus(root), batch_size=64)
-    _, plain = ApiKey.issue(tenant=tenant, name=f"load-{time.time_ns()}", scopes=[ApiKey.Scope.SEARCH])
+    scopes = [ApiKey.Scope.SEARCH, ApiKey.Scope.INDEX]
+    _, plain = ApiKey.issue(tenant=tenant, name=f"load-{time.time_ns()}", scopes=scopes)
     return plain
 
 
@@ -132,19 +135,32 @@ class Level:
                 self.errors[error] = self.errors.get(error, 0) + 1
 
 
-def client(url: str, key: str, bodies: list[bytes], level: Level, stop: threading.Event, budget: Any) -> None:
-    """One keep-alive connection sending searches back to back until the level ends."""
+class Bodies:
+    """Request bodies in turn, shared by the clients of a level."""
+
+    def __init__(self, path: str, make: Any, count: int) -> None:
+        self.path, self.make, self.count = path, make, count
+        self._next = 0
+        self._lock = threading.Lock()
+
+    def next(self) -> bytes:
+        with self._lock:
+            index, self._next = self._next, self._next + 1
+        return self.make(index)  # type: ignore[no-any-return]
+
+
+def client(url: str, key: str, bodies: Bodies, level: Level, stop: threading.Event, budget: Any) -> None:
+    """One keep-alive connection sending requests back to back until the level ends."""
     headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
     connection = http.client.HTTPConnection(urlsplit(url).netloc, timeout=30)
-    index = threading.get_ident() % len(bodies)
     while not stop.is_set() and budget.acquire(blocking=False):
-        body, index = bodies[index], (index + 1) % len(bodies)
+        body = bodies.next()
         started = time.perf_counter()
         try:
-            connection.request("POST", "/api/v1/search", body=body, headers=headers)
+            connection.request("POST", bodies.path, body=body, headers=headers)
             response = connection.getresponse()
             response.read()
-            error = None if response.status == 200 else f"HTTP {response.status}"
+            error = None if response.status in (200, 201) else f"HTTP {response.status}"
         except (OSError, http.client.HTTPException) as exc:
             error = type(exc).__name__
             connection.close()
@@ -154,7 +170,7 @@ def client(url: str, key: str, bodies: list[bytes], level: Level, stop: threadin
 
 
 def run_level(
-    url: str, key: str, bodies: list[bytes], concurrency: int, args: argparse.Namespace
+    url: str, key: str, bodies: Bodies, concurrency: int, args: argparse.Namespace
 ) -> dict[str, Any]:
     level, stop = Level(), threading.Event()
     budget = threading.Semaphore(args.max_requests)
@@ -192,19 +208,38 @@ def report_line(server: str, row: dict[str, Any]) -> str:
     )
 
 
-def search_bodies(root: Path, top_k: int) -> list[bytes]:
+def search_bodies(root: Path, top_k: int) -> Bodies:
     from knowledge.connectors.beir import load_queries
 
-    return [json.dumps({"query": text, "top_k": top_k}).encode() for text in load_queries(root).values()]
+    texts = list(load_queries(root).values())
+    return Bodies(
+        "/api/v1/search",
+        lambda i: json.dumps({"query": texts[i % len(texts)], "top_k": top_k}).encode(),
+        len(texts),
+    )
+
+
+def index_bodies(root: Path) -> Bodies:
+    """SciFact's documents under ids new to this run, so every request writes."""
+    from knowledge.connectors.beir import iter_corpus
+
+    documents, run = list(iter_corpus(root)), time.time_ns()
+
+    def make(i: int) -> bytes:
+        d = documents[i % len(documents)]
+        return json.dumps({"id": f"{run}-{i}", "title": d.title, "content": d.content}).encode()
+
+    return Bodies("/api/v1/index", make, len(documents))
 
 
 def main() -> None:
     args = parse_args()
     setup_django(args.database)
-    bodies = search_bodies(args.beir, args.top_k)
-    results: dict[str, Any] = {"server": args.url or args.server, "embedder": args.embedder, "levels": []}
+    bodies = search_bodies(args.beir, args.top_k) if args.mode == "search" else index_bodies(args.beir)
+    results: dict[str, Any] = {"server": args.url or args.server, "mode": args.mode, "levels": []}
+    results["embedder"] = args.embedder
     with serving_or_given(args) as (url, key):
-        run_level(url, key, bodies[:20], 2, argparse.Namespace(seconds=5.0, max_requests=40))  # warm up
+        run_level(url, key, bodies, 2, argparse.Namespace(seconds=5.0, max_requests=40))  # warm up
         for concurrency in args.concurrency:
             row = run_level(url, key, bodies, concurrency, args)
             results["levels"].append(row)
