@@ -220,12 +220,15 @@ def candidate_scan_loops(tenant_id: int, query: str, limit: int) -> int:
 
 
 def measure(queries: list[str], warmup: int, paths: dict[str, Callable[[str], Any]]) -> dict[str, Any]:
-    for query in queries[:warmup]:
+    """Every query once through every path to warm the caches, then each query through every path in
+    turn, the order rotating (the first path of a query would pay for its pages)."""
+    for query in queries:
         for fn in paths.values():
             fn(query)
     samples: dict[str, list[float]] = {name: [] for name in paths}
-    for query in queries[warmup:]:
-        for name, fn in paths.items():
+    order = list(paths.items())
+    for i, query in enumerate(queries[warmup:]):
+        for name, fn in order[i % len(order) :] + order[: i % len(order)]:
             started = time.perf_counter()
             fn(query)
             samples[name].append((time.perf_counter() - started) * 1000)

@@ -265,13 +265,18 @@ def timed(fn: Callable[[Any], Any], query: Any) -> tuple[float, Any]:
 def run_interleaved(
     queries: Sequence[tuple[list[float], str]], warmup: int, calls: dict[str, Callable[[Any], Any]]
 ) -> dict[str, list[tuple[float, Any]]]:
-    """Each query through every call in turn (so machine noise hits all alike), after warm-up rounds."""
+    """Each query through every call in turn (so machine noise hits all alike), after warm-up rounds.
+
+    The call that goes first pays for the query's pages not yet in the buffer cache, so the order
+    rotates from one query to the next.
+    """
     for query in queries[:warmup]:
         for fn in calls.values():
             fn(query)
     results: dict[str, list[tuple[float, Any]]] = {name: [] for name in calls}
-    for query in queries:
-        for name, fn in calls.items():
+    order = list(calls.items())
+    for i, query in enumerate(queries):
+        for name, fn in order[i % len(order) :] + order[: i % len(order)]:
             results[name].append(timed(fn, query))
     return results
 
