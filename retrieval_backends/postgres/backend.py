@@ -111,18 +111,24 @@ class PostgresRetrievalBackend(KnowledgeRetrievalBackend):
     # that exists. "None" is asked again, so it never hides what another process has just written.
     def get_text_search_languages(self, tenant_id: int, connector_ids: Sequence[int] | None) -> list[str]:
         where, params = connector_filter("t", connector_ids)
-        return self.lookups.get(
-            ("languages", tenant_id, _key(connector_ids)),
-            lambda: distinct_values(CHUNK, "language", f"NOT t.is_deleted AND {where}", tenant_id, params),
+        return list(  # a copy: the cached list is shared by every search
+            self.lookups.get(
+                ("languages", tenant_id, _key(connector_ids)),
+                lambda: distinct_values(
+                    CHUNK, "language", f"NOT t.is_deleted AND {where}", tenant_id, params
+                ),
+            )
         )
 
     def get_populated_embedding_dimensions(
         self, tenant_id: int, connector_ids: Sequence[int] | None
     ) -> list[int]:
         where, params = connector_filter("t", connector_ids)
-        return self.lookups.get(
-            ("dimensions", tenant_id, _key(connector_ids)),
-            lambda: distinct_values(EMBEDDING, "dimensions", where, tenant_id, params),
+        return list(
+            self.lookups.get(
+                ("dimensions", tenant_id, _key(connector_ids)),
+                lambda: distinct_values(EMBEDDING, "dimensions", where, tenant_id, params),
+            )
         )
 
     def has_embedding_model(self, tenant_id: int, model: str) -> bool:
