@@ -125,16 +125,18 @@ def _run_lanes(
 ) -> dict[str, list[LaneHit]]:
     """Run lanes concurrently (sequentially inside a transaction, so they see its writes)."""
     results: dict[str, list[LaneHit]] = {}
-    if connection.in_atomic_block or len(calls) == 1:
-        outcomes: dict[str, Any] = {}
-        for name, fn in calls.items():
-            try:
-                outcomes[name] = fn()
-            except Exception as exc:  # classified below, like the concurrent path
-                outcomes[name] = exc
-    else:
-        futures = {name: _executor.submit(_in_lane_thread, fn) for name, fn in calls.items()}
-        outcomes = {name: (f.exception() or f.result()) for name, f in futures.items()}
+    inline = calls if connection.in_atomic_block else dict(list(calls.items())[:1])
+    # The other lanes go to the pool; the first runs here meanwhile, on this thread's connection.
+    futures = {
+        name: _executor.submit(_in_lane_thread, fn) for name, fn in calls.items() if name not in inline
+    }
+    outcomes: dict[str, Any] = {}
+    for name, fn in inline.items():
+        try:
+            outcomes[name] = fn()
+        except Exception as exc:  # classified below, like the pool's
+            outcomes[name] = exc
+    outcomes |= {name: (f.exception() or f.result()) for name, f in futures.items()}
     for name, outcome in outcomes.items():
         if isinstance(outcome, BaseException):
             if backend.is_search_timeout(outcome):
