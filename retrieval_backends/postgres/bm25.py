@@ -154,6 +154,7 @@ REBUILD_SQL = [
     f"""INSERT INTO {TERMS} (tenant_id, language, lexeme, df)
         SELECT tenant_id, language, lex.lexeme, count(*) FROM {CHUNK}, unnest(search_vector) AS lex
         WHERE NOT is_deleted AND search_vector IS NOT NULL AND {{tenant}} GROUP BY 1, 2, 3""",
+    f"ANALYZE {STATS}, {TERMS}",
 ]
 
 
