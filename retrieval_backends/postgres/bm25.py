@@ -91,7 +91,8 @@ scored AS MATERIALIZED (
     ORDER BY score DESC, c.id
     LIMIT %(limit)s
 )
-SELECT c.id, c.document_id, c.chunk_index, s.score, c.content, d.title, d.source_url, c.tenant_id
+SELECT c.id, c.document_id, c.chunk_index, s.score, c.content, d.title, d.source_url, c.tenant_id,
+       c.parent_index
 FROM scored s JOIN {CHUNK} c ON c.id = s.id JOIN {DOCUMENT} d ON d.id = c.document_id
 ORDER BY s.score DESC, c.id
 """

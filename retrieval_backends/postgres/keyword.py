@@ -34,7 +34,8 @@ def keyword_search(
     sql = (
         QUERIES_CTE
         + f"""
-SELECT c.id, c.document_id, c.chunk_index, s.score, c.content, d.title, d.source_url, c.tenant_id
+SELECT c.id, c.document_id, c.chunk_index, s.score, c.content, d.title, d.source_url, c.tenant_id,
+       c.parent_index
 FROM (
     SELECT c.id, {rank_sql("c.search_vector", "q.tsq")} AS score
     FROM {CHUNK} c JOIN q ON c.language = q.language

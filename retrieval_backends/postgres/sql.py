@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db import DatabaseError, connection, transaction
 
-from retrieval_backends.types import AccessScope, LaneHit
+from retrieval_backends.types import PARENT_UNKNOWN, AccessScope, LaneHit
 
 CHUNK = "knowledge_chunk"
 EMBEDDING = "knowledge_chunkembedding"
@@ -156,7 +156,8 @@ def vector_literal(values: Sequence[float]) -> str:
 
 
 def rows_to_hits(rows: Sequence[Sequence[Any]]) -> list[LaneHit]:
-    """Rows of (chunk id, document id, chunk index, score, content, title, url, tenant id) as hits."""
+    """Rows of (chunk id, document id, chunk index, score, content, title, url, tenant id[, parent
+    index]) as hits."""
     return [
         LaneHit(
             chunk_id=r[0],
@@ -167,6 +168,7 @@ def rows_to_hits(rows: Sequence[Sequence[Any]]) -> list[LaneHit]:
             title=r[5],
             source_url=r[6],
             tenant_id=r[7],
+            parent_index=r[8] if len(r) > 8 else PARENT_UNKNOWN,
         )
         for r in rows
     ]

@@ -77,7 +77,7 @@ def _visible_estimate(
 def _hydrate_sql(inner: str) -> str:
     return (
         f"SELECT e.chunk_id, c.document_id, c.chunk_index, 1 - e.dist, c.content, d.title, d.source_url, "
-        f"c.tenant_id FROM ({inner}) e JOIN {CHUNK} c ON c.id = e.chunk_id "
+        f"c.tenant_id, c.parent_index FROM ({inner}) e JOIN {CHUNK} c ON c.id = e.chunk_id "
         f"JOIN {DOCUMENT} d ON d.id = c.document_id ORDER BY e.dist, e.chunk_id"
     )
 

@@ -96,3 +96,45 @@ def test_nothing_there_is_never_cached(scope) -> None:  # type: ignore[no-untype
     assert backend.has_embedding_model(scope.tenant_id, "other-model")
     assert backend.get_text_search_languages(scope.tenant_id + 1000, None) == []
     assert backend.get_populated_embedding_dimensions(scope.tenant_id + 1000, None) == []
+
+
+@pytest.mark.parametrize("reported", [True, False], ids=["lanes-report-parents", "parents-unknown"])
+def test_children_expand_to_parents_whether_or_not_the_lanes_report_them(  # type: ignore[no-untyped-def]
+    db, settings, reported: bool
+) -> None:
+    from knowledge.models import Chunk
+    from knowledge.pipeline.fusers.base import FusedHit
+    from knowledge.pipeline.registry import reset_pipeline
+    from knowledge.selectors.expansion import expand_to_parents
+    from retrieval_backends.types import PARENT_UNKNOWN, LaneHit
+
+    settings.KNOWLEDGE_CHUNKER = "knowledge.pipeline.chunkers.parent_child.ParentChildChunker"
+    settings.KNOWLEDGE_CHUNK_TOKENS = 40
+    reset_pipeline()
+    sentences = [f"Sentence {i} talks about topic{i} in detail with several filler words." for i in range(12)]
+    document = document_upsert(
+        connector=ConnectorFactory.create(), external_id="long", content=" ".join(sentences), is_public=True
+    ).document
+    children = list(Chunk.objects.filter(document=document, parent_index__isnull=False))
+    assert children
+    fused = [
+        FusedHit(
+            chunk_id=c.pk,
+            score=1.0,
+            ranks={"keyword": 1},
+            scores={"keyword": 1.0},
+            hit=LaneHit(
+                chunk_id=c.pk,
+                document_id=c.document_id,
+                chunk_index=c.chunk_index,
+                score=1.0,
+                content=c.content,
+                parent_index=c.parent_index if reported else PARENT_UNKNOWN,
+            ),
+        )
+        for c in children
+    ]
+    expanded = expand_to_parents(fused)
+    parents = {c.chunk_index for c in Chunk.objects.filter(document=document, parent_index__isnull=True)}
+    assert expanded and all(f.hit.chunk_index in parents for f in expanded)
+    assert len({f.hit.chunk_index for f in expanded}) == len(expanded)
