@@ -20,6 +20,7 @@ from knowledge.pipeline.registry import get_compressor, get_fuser, get_reranker
 from knowledge.pipeline.rerankers.base import Reranker
 from knowledge.pipeline.types import Candidate, Query
 from knowledge.selectors.expansion import expand_to_parents
+from knowledge.selectors.hydration import hydrate_hits
 from knowledge.selectors.vectors import chunk_vectors
 from knowledge.selectors.verification import verify_lanes
 from retrieval_backends.base import KnowledgeRetrievalBackend
@@ -200,7 +201,7 @@ def _finish(
     """Rerank a pool of the best fused hits, cut to `limit`, compress to the token budget."""
     reranker = stages.reranker or get_reranker()
     fused = expand_to_parents(fused[: max(limit * RERANK_POOL_FACTOR * 2, limit)])
-    pool = _candidates(fused[: max(limit * RERANK_POOL_FACTOR, limit)], reranker, vq)
+    pool = _candidates(hydrate_hits(fused[: max(limit * RERANK_POOL_FACTOR, limit)]), reranker, vq)
     ranked = reranker.rerank(query, pool, limit)
     budget = stages.token_budget or settings.KNOWLEDGE_TOKEN_BUDGET
     compressed = (stages.compressor or get_compressor()).compress(query, ranked, budget)

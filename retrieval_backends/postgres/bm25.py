@@ -28,7 +28,7 @@ from typing import Any
 
 from knowledge.models.documents import TENANT_LEXEMES_FUNCTION
 from retrieval_backends.lookup_cache import LookupCache
-from retrieval_backends.postgres.sql import CHUNK, DOCUMENT, lane_fetch, rows_to_hits, scope_filter
+from retrieval_backends.postgres.sql import CHUNK, lane_fetch, rows_to_hits, scope_filter
 from retrieval_backends.types import LaneHit, SearchScope
 
 STATS = "knowledge_keywordstatistics"
@@ -78,7 +78,7 @@ probe AS MATERIALIZED (
     FROM terms GROUP BY language
 ),
 scored AS MATERIALIZED (
-    SELECT c.id,
+    SELECT c.id, c.document_id, c.chunk_index, c.tenant_id, c.parent_index,
            sum(p.idfs[array_position(p.lexemes, lex.lexeme)]
                * array_length(lex.positions, 1) * (%(k1)s + 1)
                / (array_length(lex.positions, 1)
@@ -91,10 +91,9 @@ scored AS MATERIALIZED (
     ORDER BY score DESC, c.id
     LIMIT %(limit)s
 )
-SELECT c.id, c.document_id, c.chunk_index, s.score, c.content, d.title, d.source_url, c.tenant_id,
-       c.parent_index
-FROM scored s JOIN {CHUNK} c ON c.id = s.id JOIN {DOCUMENT} d ON d.id = c.document_id
-ORDER BY s.score DESC, c.id
+-- Ids and scores only: the search reads text for the few hits it returns (content is not needed to rank).
+SELECT id, document_id, chunk_index, score, NULL, NULL, NULL, tenant_id, parent_index
+FROM scored ORDER BY score DESC, id
 """
 
 

@@ -25,7 +25,6 @@ from knowledge.models.documents import INDEXED_DIMENSIONS
 from retrieval_backends.lookup_cache import LookupCache
 from retrieval_backends.postgres.sql import (
     CHUNK,
-    DOCUMENT,
     EMBEDDING,
     lane_fetch,
     rows_to_hits,
@@ -75,10 +74,11 @@ def _visible_estimate(
 
 
 def _hydrate_sql(inner: str) -> str:
+    # No text: the search reads it for the few hits it returns (see knowledge.selectors.hydration).
     return (
-        f"SELECT e.chunk_id, c.document_id, c.chunk_index, 1 - e.dist, c.content, d.title, d.source_url, "
+        f"SELECT e.chunk_id, c.document_id, c.chunk_index, 1 - e.dist, NULL, NULL, NULL, "
         f"c.tenant_id, c.parent_index FROM ({inner}) e JOIN {CHUNK} c ON c.id = e.chunk_id "
-        f"JOIN {DOCUMENT} d ON d.id = c.document_id ORDER BY e.dist, e.chunk_id"
+        f"ORDER BY e.dist, e.chunk_id"
     )
 
 

@@ -6,6 +6,7 @@ import time
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from knowledge.pipeline.active import active_embedder
 from knowledge.selectors.search import search_chunks
@@ -138,3 +139,29 @@ def test_children_expand_to_parents_whether_or_not_the_lanes_report_them(  # typ
     parents = {c.chunk_index for c in Chunk.objects.filter(document=document, parent_index__isnull=True)}
     assert expanded and all(f.hit.chunk_index in parents for f in expanded)
     assert len({f.hit.chunk_index for f in expanded}) == len(expanded)
+
+
+def test_hits_are_hydrated_once_and_vanished_chunks_dropped(connector, scope) -> None:  # type: ignore[no-untyped-def]
+    from knowledge.models import Chunk
+    from knowledge.pipeline.fusers.base import FusedHit
+    from knowledge.selectors.hydration import hydrate_hits
+    from retrieval_backends.types import LaneHit
+
+    chunks = list(Chunk.objects.filter(tenant_id=scope.tenant_id).select_related("document"))
+    bare = get_backend().keyword_search(scope, "cats dogs ships", ["english"], 10)
+    assert bare and all(h.content is None for h in bare)  # the lane ranks without reading text
+
+    def fused(hit: LaneHit) -> FusedHit:
+        return FusedHit(chunk_id=hit.chunk_id, score=hit.score, ranks={}, scores={}, hit=hit)
+
+    gone = LaneHit(chunk_id=10**12, document_id=1, chunk_index=0, score=1.0)
+    kept = LaneHit(chunk_id=chunks[0].pk, document_id=1, chunk_index=0, score=1.0, content="verified")
+    with CaptureQueriesContext(connection) as queries:
+        out = hydrate_hits([fused(h) for h in [*bare, gone, kept]])
+    assert len(queries) == 1
+    by_id = {c.pk: c for c in chunks}
+    assert [f.chunk_id for f in out] == [h.chunk_id for h in bare] + [kept.chunk_id]
+    for f in out[:-1]:
+        chunk = by_id[f.chunk_id]
+        assert (f.hit.content, f.hit.title) == (chunk.content, chunk.document.title)
+    assert out[-1].hit.content == "verified"
