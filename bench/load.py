@@ -27,7 +27,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runnable as a script from anywhere
-from bench.common import ROOT, bench_url, percentile, setup_django  # noqa: E402
+from bench.common import ROOT, percentile, setup_django  # noqa: E402
 
 SCIFACT = ROOT.parent / "shared" / "datasets" / "scifact"
 
@@ -77,10 +77,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(kind: str, database: str, embedder: str) -> Iterator[str]:
+def serving(kind: str, embedder: str) -> Iterator[str]:
     """The API on a free loopback port, gunicorn (as `make run`) or the development server."""
     port = free_port()
-    env = {**os.environ, "DATABASE_URL": bench_url(database), "KNOWLEDGE_EMBEDDER": embedder}
+    env = {**os.environ, "KNOWLEDGE_EMBEDDER": embedder}  # DATABASE_URL: set by setup_django
     env |= {"RUN_HOST": "127.0.0.1", "RUN_PORT": str(port), "DJANGO_DEBUG": "false"}
     python = Path(sys.executable)
     if kind == "gunicorn":
@@ -256,7 +256,7 @@ def serving_or_given(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
         yield args.url, args.key
         return
     key = prepare(args.beir, args.embedder)
-    with serving(args.server, args.database, args.embedder) as url:
+    with serving(args.server, args.embedder) as url:
         yield url, key
 
 
