@@ -248,7 +248,9 @@ def report_lines(figures: dict[str, Any]) -> Iterator[str]:
     )
     for phase in ("fresh_bulk_load", "analyzed"):
         result = figures[phase]
-        yield f"\n{phase} (candidate scan loops for the first query: {result['candidate_scan_loops']})"
+        loops = result["candidate_scan_loops"]
+        yield f"\n{phase} (GIN candidate scans for the first query: {loops}; 1 is right, more is one per"
+        yield "query term, 0 means no GIN scan: every chunk of the tenant was tested)"
         yield f"{'path':<16}{'p50 ms':>9}{'p95 ms':>9}{'p50/OS':>9}{'p95/OS':>9}"
         for name, row in result["latency"].items():
             ratios = f"{row.get('p50_over_opensearch', ''):>9}{row.get('p95_over_opensearch', ''):>9}"
