@@ -111,7 +111,7 @@ RETRIEVAL_BACKENDS: dict[str, dict[str, Any]] = {
             "exact_scan_max_rows": cfg.positive_int("KNOWLEDGE_EXACT_SCAN_MAX_ROWS", 5000),
             "bm25_k1": cfg.positive_float("KNOWLEDGE_BM25_K1", 1.2),
             "bm25_b": cfg.unit_float("KNOWLEDGE_BM25_B", 0.75),
-            "keyword_candidate_budget": cfg.positive_int("KNOWLEDGE_KEYWORD_CANDIDATE_BUDGET", 1000),
+            "keyword_candidate_budget": cfg.positive_int("KNOWLEDGE_KEYWORD_CANDIDATE_BUDGET", 500),
         },
     },
     "opensearch": {

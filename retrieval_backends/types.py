@@ -76,9 +76,16 @@ class EmbeddingUpdate:
     model: str
 
 
+PARENT_UNKNOWN = -1  # a LaneHit's parent_index when the backend did not say (chunk indexes are >= 0)
+
+
 @dataclass(frozen=True, kw_only=True)
 class LaneHit:
-    """One ranked hit of one lane. External backends fill only ids, index and score."""
+    """One ranked hit of one lane. External backends fill only ids, index and score.
+
+    `parent_index` is the chunk's parent (None: it has none) when the hit was read from PostgreSQL
+    (the PostgreSQL backend's rows, or canonical verification); PARENT_UNKNOWN otherwise.
+    """
 
     chunk_id: int
     document_id: int
@@ -88,6 +95,7 @@ class LaneHit:
     title: str | None = None
     source_url: str | None = None
     tenant_id: int | None = None
+    parent_index: int | None = PARENT_UNKNOWN
 
 
 @dataclass(frozen=True, kw_only=True)

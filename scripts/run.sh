@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `make run`: set up everything, load the demo, start a Celery worker and the Django server.
+# `make run`: set up everything, load the demo, start a Celery worker and the server (gunicorn;
+# RUN_DEV_SERVER=1 for Django's auto-reloading development server instead).
 # Safe to re-run: services, migrations, the admin user and the demo data are all idempotent.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -45,4 +46,7 @@ cat <<MSG
   Stop the server with Ctrl-C; \`make stop\` also stops the worker and the services.
 
 MSG
-exec $PY manage.py runserver "$HOST:$PORT" --noreload
+if [ "${RUN_DEV_SERVER:-0}" = 1 ]; then
+  exec $PY manage.py runserver "$HOST:$PORT"
+fi
+exec .venv/bin/gunicorn --config config/gunicorn.conf.py

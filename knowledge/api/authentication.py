@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.utils import timezone
@@ -11,6 +12,8 @@ from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
 from knowledge.models import ApiKey
+
+LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,11 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         if scheme != self.keyword or not plain.strip():
             raise exceptions.AuthenticationFailed("Use the header 'Authorization: Bearer <api key>'.")
         key = self._lookup(plain.strip())
-        ApiKey.objects.filter(pk=key.pk).update(last_used_at=timezone.now())
+        now = timezone.now()
+        # A write per request would serialise concurrent requests of one key on its row: the time of
+        # use is only refreshed once it is LAST_USED_RESOLUTION old.
+        if key.last_used_at is None or now - key.last_used_at > LAST_USED_RESOLUTION:
+            ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
         return ApiClient(key), key
 
     def _lookup(self, plain: str) -> ApiKey:

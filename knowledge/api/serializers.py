@@ -115,7 +115,9 @@ class SearchResultSerializer(serializers.Serializer):  # type: ignore[type-arg]
         help_text="The page (PDF) or slide (PPTX) the chunk starts on; null for unpaged sources.",
     )
     score = serializers.FloatField(help_text="The fused score the results are ranked by (higher is better).")
-    rrf_score = serializers.FloatField(help_text="Deprecated alias of `score` (the fusion is not always RRF).")
+    rrf_score = serializers.FloatField(
+        help_text="Deprecated alias of `score` (the fusion is not always RRF)."
+    )
     similarity = serializers.FloatField(allow_null=True, help_text="Cosine similarity (vector lane).")
     text_rank = serializers.FloatField(allow_null=True, help_text="Keyword-lane score.")
     explain = serializers.DictField(required=False, help_text="Per-lane ranks and scores (explain=true).")

@@ -7,7 +7,7 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.core.exceptions import ValidationError
 from django.db import models
-from django.db.models import F, Q
+from django.db.models import F, Func, Q
 from django.db.models.functions import Now
 from pgvector.django import VectorField
 
@@ -17,6 +17,8 @@ from knowledge.models.tenancy import Environment, Tenant
 
 # Dimensions that get a partial HNSW index (see migration 0002); other dimensions are searched exactly.
 INDEXED_DIMENSIONS = (384, 768, 1024, 1536)
+# SQL function (migration 0010) mapping a chunk's tsvector to `<tenant id>:<lexeme>` lexemes.
+TENANT_LEXEMES_FUNCTION = "knowledge_tenant_lexemes"
 
 
 class Document(models.Model):
@@ -165,6 +167,12 @@ class Chunk(SearchFilterFields):
         ]
         indexes = [
             GinIndex(fields=["search_vector"], name="chunk_search_vector_gin"),
+            # The keyword lane's candidate index: lexemes prefixed with the tenant, so its scan needs
+            # no other index and cannot be steered onto a tenant-wide scan by stale statistics.
+            GinIndex(
+                Func(F("tenant"), F("search_vector"), function=TENANT_LEXEMES_FUNCTION),
+                name="chunk_tenant_lexemes_gin",
+            ),
             GinIndex(fields=["acl_tokens"], name="chunk_acl_tokens_gin"),
             models.Index(fields=["tenant", "connector", "is_deleted"], name="chunk_filter_btree"),
             # Lets the keyword lane list a tenant's languages with a few index probes.

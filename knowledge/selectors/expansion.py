@@ -9,21 +9,35 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from django.db import connection
 from django.db.models import Q
 
 from knowledge.models import Chunk
 from knowledge.pipeline.fusers.base import FusedHit
+from retrieval_backends.types import PARENT_UNKNOWN
+
+# Only for hits whose parent the lanes did not report (PostgreSQL's own rows and canonical
+# verification do): plain SQL, one round trip, no ORM compile.
+PARENTS_SQL = "SELECT id, parent_index FROM knowledge_chunk WHERE id = ANY(%s) AND parent_index IS NOT NULL"
+
+
+def _parent_indexes(fused: list[FusedHit]) -> dict[int, int]:
+    parents = {
+        f.chunk_id: f.hit.parent_index
+        for f in fused
+        if f.hit.parent_index is not None and f.hit.parent_index != PARENT_UNKNOWN
+    }
+    unknown = [f.chunk_id for f in fused if f.hit.parent_index == PARENT_UNKNOWN]
+    if unknown:
+        with connection.cursor() as cursor:
+            cursor.execute(PARENTS_SQL, [unknown])
+            parents.update(cursor.fetchall())
+    return parents
 
 
 def expand_to_parents(fused: list[FusedHit]) -> list[FusedHit]:
     """Replace child hits by their parents (same score and lane data) and drop repeats."""
-    parents: dict[int, int] = {
-        pk: index
-        for pk, index in Chunk.objects.filter(pk__in=[f.chunk_id for f in fused]).values_list(
-            "pk", "parent_index"
-        )
-        if index is not None
-    }
+    parents = _parent_indexes(fused)
     if not parents:
         return fused
     wanted = {(f.hit.document_id, parents[f.chunk_id]) for f in fused if f.chunk_id in parents}

@@ -14,13 +14,13 @@ def principal_tokens(*, tenant: Tenant, user_external_id: str | None) -> frozens
     tokens = {PUBLIC_TOKEN}
     if not user_external_id:
         return frozenset(tokens)
-    user = Principal.objects.filter(
-        tenant=tenant, kind=Principal.Kind.USER, external_id=user_external_id
-    ).first()
-    if user is None:
-        return frozenset(tokens)
-    tokens.add(user.acl_token)
+    # One statement: the user and its groups (a LEFT JOIN: a user in no group is one row with NULLs).
     # Only groups of the same tenant count, whatever the membership table holds.
-    groups = user.groups.filter(tenant=tenant, kind=Principal.Kind.GROUP).values_list("pk", flat=True)
-    tokens.update(f"g:{pk}" for pk in groups)
+    rows = Principal.objects.filter(
+        tenant=tenant, kind=Principal.Kind.USER, external_id=user_external_id
+    ).values_list("pk", "groups__pk", "groups__kind", "groups__tenant_id")
+    for user_pk, group_pk, group_kind, group_tenant in rows:
+        tokens.add(Principal(pk=user_pk, kind=Principal.Kind.USER).acl_token)
+        if group_pk is not None and group_kind == Principal.Kind.GROUP and group_tenant == tenant.pk:
+            tokens.add(f"g:{group_pk}")
     return frozenset(tokens)

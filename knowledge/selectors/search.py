@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from knowledge.pipeline.rerankers.base import Reranker
 from knowledge.pipeline.types import Candidate, Query
 from knowledge.selectors.citations import with_pages
 from knowledge.selectors.expansion import expand_to_parents
+from knowledge.selectors.hydration import hydrate_hits
 from knowledge.selectors.vectors import chunk_vectors
 from knowledge.selectors.verification import verify_lanes
 from retrieval_backends.base import KnowledgeRetrievalBackend
@@ -110,8 +112,20 @@ def _caller_vector(
     return _VectorQuery(vector, len(vector), model)
 
 
+_lane_thread = threading.local()
+LANE_CONNECTION_CHECK_SECONDS = 1.0
+
+
 def _in_lane_thread(fn: Callable[[], list[LaneHit]]) -> list[LaneHit]:
-    connection.close_if_unusable_or_obsolete()
+    # Pool threads get no request signals, so they retire old or broken connections themselves; the
+    # check costs a round trip (CONN_HEALTH_CHECKS), so at most once a second unless a query failed.
+    now = time.monotonic()
+    if (
+        connection.errors_occurred
+        or now - getattr(_lane_thread, "checked", 0.0) > LANE_CONNECTION_CHECK_SECONDS
+    ):
+        connection.close_if_unusable_or_obsolete()
+        _lane_thread.checked = now
     return fn()
 
 
@@ -132,16 +146,18 @@ def _run_lanes(
 ) -> dict[str, list[LaneHit]]:
     """Run lanes concurrently (sequentially inside a transaction, so they see its writes)."""
     results: dict[str, list[LaneHit]] = {}
-    if connection.in_atomic_block or len(calls) == 1:
-        outcomes: dict[str, Any] = {}
-        for name, fn in calls.items():
-            try:
-                outcomes[name] = fn()
-            except Exception as exc:  # classified below, like the concurrent path
-                outcomes[name] = exc
-    else:
-        futures = {name: _executor.submit(_in_lane_thread, fn) for name, fn in calls.items()}
-        outcomes = {name: (f.exception() or f.result()) for name, f in futures.items()}
+    inline = calls if connection.in_atomic_block else dict(list(calls.items())[:1])
+    # The other lanes go to the pool; the first runs here meanwhile, on this thread's connection.
+    futures = {
+        name: _executor.submit(_in_lane_thread, fn) for name, fn in calls.items() if name not in inline
+    }
+    outcomes: dict[str, Any] = {}
+    for name, fn in inline.items():
+        try:
+            outcomes[name] = fn()
+        except Exception as exc:  # classified below, like the pool's
+            outcomes[name] = exc
+    outcomes |= {name: (f.exception() or f.result()) for name, f in futures.items()}
     for name, outcome in outcomes.items():
         if isinstance(outcome, BaseException):
             if backend.is_search_timeout(outcome):
@@ -206,7 +222,7 @@ def _finish(
     """Rerank a pool of the best fused hits, cut to `limit`, compress to the token budget."""
     reranker = stages.reranker or get_reranker()
     fused = expand_to_parents(fused[: max(limit * RERANK_POOL_FACTOR * 2, limit)])
-    pool = _candidates(fused[: max(limit * RERANK_POOL_FACTOR, limit)], reranker, vq)
+    pool = _candidates(hydrate_hits(fused[: max(limit * RERANK_POOL_FACTOR, limit)]), reranker, vq)
     ranked = reranker.rerank(query, pool, limit)
     budget = stages.token_budget or settings.KNOWLEDGE_TOKEN_BUDGET
     compressed = (stages.compressor or get_compressor()).compress(query, ranked, budget)

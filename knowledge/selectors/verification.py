@@ -66,6 +66,7 @@ def _canonical(hits: Sequence[LaneHit], chunks: Mapping[int, Chunk]) -> list[Lan
                 title=chunk.document.title,
                 source_url=chunk.document.source_url,
                 tenant_id=chunk.document.tenant_id,
+                parent_index=chunk.parent_index,
             )
         )
     return verified

@@ -29,7 +29,7 @@ class PostgresRetrievalBackend(CanonicalStoreMixin, KnowledgeRetrievalBackend):
         exact_scan_max_rows: int = 5000,
         bm25_k1: float = 1.2,
         bm25_b: float = 0.75,
-        keyword_candidate_budget: int = 1000,
+        keyword_candidate_budget: int = 500,
         **options: Any,
     ):
         super().__init__(**options)
@@ -56,6 +56,7 @@ class PostgresRetrievalBackend(CanonicalStoreMixin, KnowledgeRetrievalBackend):
             model=model,
             timeout_ms=self.lane_timeout_ms,
             exact_scan_max_rows=self.exact_scan_max_rows,
+            estimates=self.store.lookups,
         )
 
     def keyword_search(
@@ -73,8 +74,11 @@ class PostgresRetrievalBackend(CanonicalStoreMixin, KnowledgeRetrievalBackend):
     def has_keyword_statistics(
         self, tenant_id: int, languages: Sequence[str], connector_ids: Sequence[int] | None
     ) -> bool:
-        with connection.cursor() as cursor:
-            return bm25.has_statistics(cursor, tenant_id, languages)
+        def ask() -> bool:
+            with connection.cursor() as cursor:
+                return bm25.has_statistics(cursor, tenant_id, languages)
+
+        return self.store.lookups.get(("statistics", tenant_id, tuple(sorted(languages))), ask)
 
     def keyword_warnings(
         self, tenant_id: int, languages: Sequence[str], connector_ids: Sequence[int] | None

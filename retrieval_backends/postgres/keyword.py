@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from retrieval_backends.postgres.sql import CHUNK, DOCUMENT, lane_settings, rows_to_hits, scope_filter
+from retrieval_backends.postgres.sql import CHUNK, DOCUMENT, lane_fetch, rows_to_hits, scope_filter
 from retrieval_backends.types import LaneHit, SearchScope
 
 # AND semantics (plainto/websearch_to_tsquery) match nothing for most natural-language questions, so
@@ -34,7 +34,8 @@ def keyword_search(
     sql = (
         QUERIES_CTE
         + f"""
-SELECT c.id, c.document_id, c.chunk_index, s.score, c.content, d.title, d.source_url, c.tenant_id
+SELECT c.id, c.document_id, c.chunk_index, s.score, c.content, d.title, d.source_url, c.tenant_id,
+       c.parent_index
 FROM (
     SELECT c.id, {rank_sql("c.search_vector", "q.tsq")} AS score
     FROM {CHUNK} c JOIN q ON c.language = q.language
@@ -47,7 +48,5 @@ ORDER BY s.score DESC, c.id
 """
     )
     args: list[Any] = [query_text, list(languages), *params, limit]
-    with lane_settings(timeout_ms) as cursor:
-        cursor.execute(sql, args)
-        rows = cursor.fetchall()
+    [rows] = lane_fetch(timeout_ms, [(sql, args)])
     return rows_to_hits(rows)

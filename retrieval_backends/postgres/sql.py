@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 
-from retrieval_backends.types import AccessScope, LaneHit
+from retrieval_backends.types import PARENT_UNKNOWN, AccessScope, LaneHit
 
 CHUNK = "knowledge_chunk"
 EMBEDDING = "knowledge_chunkembedding"
@@ -42,25 +42,112 @@ def connector_filter(alias: str, connector_ids: Sequence[int] | None) -> tuple[s
     return f"{alias}.connector_id = ANY(%s)", [list(connector_ids)]
 
 
+Params = Sequence[Any] | Mapping[str, Any]
+
+
 @contextmanager
 def lane_settings(timeout_ms: int, **gucs: str | int) -> Iterator[Any]:
     """A transaction (or savepoint) whose statements run under a timeout and local settings.
 
-    Settings are transaction-local, and restored on exit so an enclosing transaction is unaffected.
+    Settings are transaction-local; inside an enclosing transaction they are restored on exit.
     """
-    names = ["statement_timeout", *gucs]
-    values = [str(timeout_ms), *(str(v) for v in gucs.values())]
+    names, values = _settings(timeout_ms, gucs)
+    nested = connection.in_atomic_block
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SELECT name, current_setting(name) FROM unnest(%s::text[]) AS name", [names])
-        previous = cursor.fetchall()
+        if nested:
+            cursor.execute("SELECT name, current_setting(name) FROM unnest(%s::text[]) AS name", [names])
+            previous = cursor.fetchall()
         cursor.execute(
             "SELECT set_config(n, v, true) FROM unnest(%s::text[], %s::text[]) AS s(n, v)", [names, values]
         )
         yield cursor
-        cursor.execute(
-            "SELECT set_config(n, v, true) FROM unnest(%s::text[], %s::text[]) AS s(n, v)",
-            [[n for n, _ in previous], [v for _, v in previous]],
-        )
+        if nested:
+            cursor.execute(
+                "SELECT set_config(n, v, true) FROM unnest(%s::text[], %s::text[]) AS s(n, v)",
+                [[n for n, _ in previous], [v for _, v in previous]],
+            )
+
+
+SAVEPOINT = "knowledge_lane"
+
+
+def lane_fetch(
+    timeout_ms: int, statements: Sequence[tuple[str, Params]], **gucs: str | int
+) -> list[list[tuple[Any, ...]]]:
+    """The rows of each statement, run under a timeout and settings local to them, in one round trip.
+
+    The settings and the statements go in one simple-protocol message. Outside a transaction
+    PostgreSQL runs it as one implicit transaction, so `set_config(..., true)` ends with it; inside
+    one, the message opens a savepoint and rolls back to it after the (read-only) statements, which
+    undoes the settings and leaves the enclosing transaction as it was. The timeout applies to each
+    statement. With server-side binding (no multi-statement messages) it falls back to
+    `lane_settings`.
+    """
+    if connection.settings_dict.get("OPTIONS", {}).get("server_side_binding", False):
+        return _fetch_in_steps(timeout_ms, statements, gucs)
+    names, values = _settings(timeout_ms, gucs)
+    parts = [
+        "SELECT "
+        + ", ".join(
+            f"set_config({_literal(n)}, {_literal(v)}, true)" for n, v in zip(names, values, strict=True)
+        ),
+        *(sql for sql, _ in statements),
+    ]
+    nested = connection.in_atomic_block
+    if nested:
+        parts = [
+            f"SAVEPOINT {SAVEPOINT}",
+            *parts,
+            f"ROLLBACK TO SAVEPOINT {SAVEPOINT}",
+            f"RELEASE SAVEPOINT {SAVEPOINT}",
+        ]
+    with connection.cursor() as cursor:
+        try:
+            cursor.execute(";\n".join(parts), _merged(statements))
+        except Exception:
+            if nested:
+                _recover(cursor)
+            raise
+        for _ in range(2 if nested else 1):  # skip the savepoint and the settings
+            cursor.nextset()
+        results = []
+        for index in range(len(statements)):
+            if index:
+                cursor.nextset()
+            results.append(cursor.fetchall())
+        return results
+
+
+def _recover(cursor: Any) -> None:
+    """Leave the enclosing transaction usable after a failed lane statement (e.g. its timeout)."""
+    with suppress(DatabaseError):  # the connection itself may be gone; the first error is what counts
+        cursor.execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}; RELEASE SAVEPOINT {SAVEPOINT}")
+
+
+def _fetch_in_steps(
+    timeout_ms: int, statements: Sequence[tuple[str, Params]], gucs: Mapping[str, str | int]
+) -> list[list[tuple[Any, ...]]]:
+    with lane_settings(timeout_ms, **gucs) as cursor:
+        results = []
+        for sql, params in statements:
+            cursor.execute(sql, params)
+            results.append(cursor.fetchall())
+        return results
+
+
+def _settings(timeout_ms: int, gucs: Mapping[str, str | int]) -> tuple[list[str], list[str]]:
+    return ["statement_timeout", *gucs], [str(int(timeout_ms)), *(str(v) for v in gucs.values())]
+
+
+def _literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _merged(statements: Sequence[tuple[str, Params]]) -> Params:
+    """One parameter set for statements that all use named, or all positional, placeholders."""
+    if all(isinstance(params, Mapping) for _, params in statements):
+        return {k: v for _, params in statements for k, v in dict(params).items()}
+    return [v for _, params in statements for v in params]
 
 
 def vector_literal(values: Sequence[float]) -> str:
@@ -69,7 +156,8 @@ def vector_literal(values: Sequence[float]) -> str:
 
 
 def rows_to_hits(rows: Sequence[Sequence[Any]]) -> list[LaneHit]:
-    """Rows of (chunk id, document id, chunk index, score, content, title, url, tenant id) as hits."""
+    """Rows of (chunk id, document id, chunk index, score, content, title, url, tenant id[, parent
+    index]) as hits."""
     return [
         LaneHit(
             chunk_id=r[0],
@@ -80,6 +168,7 @@ def rows_to_hits(rows: Sequence[Sequence[Any]]) -> list[LaneHit]:
             title=r[5],
             source_url=r[6],
             tenant_id=r[7],
+            parent_index=r[8] if len(r) > 8 else PARENT_UNKNOWN,
         )
         for r in rows
     ]

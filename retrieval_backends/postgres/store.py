@@ -12,8 +12,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.db import connection
+from django.db.models.signals import post_delete, post_save
 
-from knowledge.models import Chunk, ChunkEmbedding
+from knowledge.models import Chunk, ChunkEmbedding, KeywordStatistics
+from retrieval_backends.lookup_cache import LookupCache
 from retrieval_backends.postgres import filters, neighbors, writes
 from retrieval_backends.postgres.sql import (
     CHUNK,
@@ -58,7 +60,15 @@ def _version(text: str) -> tuple[int, ...]:
 
 
 class CanonicalStore:
-    """Reads and writes of the canonical chunk and vector tables."""
+    """Reads and writes of the canonical chunk and vector tables.
+
+    The small look-ups every search makes (languages, vector models and dimensions) are cached per
+    process (`LookupCache`): writes through the store clear them; only answers whose staleness is
+    harmless ("it exists") are kept, so a "nothing there" never hides what was just written.
+    """
+
+    def __init__(self) -> None:
+        self.lookups = LookupCache()
 
     def doctor_checks(self) -> list[tuple[str, str, str, str]]:
         """pgvector's presence and version."""
@@ -74,15 +84,19 @@ class CanonicalStore:
         return [("OK", "pgvector", f"version {row[0]}{note}", "")]
 
     def insert_chunks(self, chunks: Sequence[ChunkInput]) -> list[StoredChunk]:
+        self.lookups.written()
         return writes.insert_chunks(chunks)
 
     def index_embeddings(self, updates: Sequence[EmbeddingUpdate], dimensions: int) -> int:
+        self.lookups.written()
         return writes.index_embeddings(updates, dimensions)
 
     def delete_document_chunks(self, document_id: int) -> int:
+        self.lookups.written()
         return writes.delete_document_chunks(document_id)
 
     def delete_documents_chunks(self, document_ids: Sequence[int]) -> int:
+        self.lookups.written()
         return writes.delete_documents_chunks(document_ids)
 
     def get_document_chunks(self, document_id: int) -> list[StoredChunk]:
@@ -120,6 +134,7 @@ class CanonicalStore:
             return int(cursor.fetchone()[0])
 
     def prune_embeddings(self, keep_models: Sequence[str]) -> int:
+        self.lookups.written()
         deleted, _ = ChunkEmbedding.objects.exclude(model__in=list(keep_models)).delete()
         return deleted
 
@@ -167,7 +182,30 @@ class CanonicalStore:
 
     def get_text_search_languages(self, tenant_id: int, connector_ids: Sequence[int] | None) -> list[str]:
         where, params = connector_filter("t", connector_ids)
-        return distinct_values(CHUNK, "language", f"NOT t.is_deleted AND {where}", tenant_id, params)
+        return list(
+            self.lookups.get(
+                ("languages", tenant_id, _key(connector_ids)),
+                lambda: distinct_values(
+                    CHUNK, "language", f"NOT t.is_deleted AND {where}", tenant_id, params
+                ),
+            )
+        )
+
+
+def _key(connector_ids: Sequence[int] | None) -> tuple[int, ...] | None:
+    return None if connector_ids is None else tuple(sorted(connector_ids))
+
+
+def _model_written(**kwargs: Any) -> None:
+    """ORM writes (admin, factories, a deleted statistics row) clear the look-ups like store writes."""
+    LookupCache.written_everywhere()
+
+
+# Not post_delete on chunks and vectors: a receiver would stop Django's fast cascade deletes, and a
+# stale "it exists" after a delete does no harm.
+for _model in (Chunk, ChunkEmbedding, KeywordStatistics):
+    post_save.connect(_model_written, sender=_model, dispatch_uid=f"lookups-{_model.__name__}-save")
+post_delete.connect(_model_written, sender=KeywordStatistics, dispatch_uid="lookups-statistics-delete")
 
 
 class CanonicalStoreMixin:

@@ -22,11 +22,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from knowledge.models.documents import INDEXED_DIMENSIONS
+from retrieval_backends.lookup_cache import LookupCache
 from retrieval_backends.postgres.sql import (
     CHUNK,
-    DOCUMENT,
     EMBEDDING,
-    lane_settings,
+    lane_fetch,
     rows_to_hits,
     scope_filter,
     vector_literal,
@@ -48,27 +48,37 @@ def _candidate_sql(scope: SearchScope, dimensions: int, model: str | None) -> tu
     return where, params
 
 
-def _plan_rows(cursor: Any, where: str, params: list[Any]) -> float:
-    cursor.execute(f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {EMBEDDING} e WHERE {where}", params)
-    plan = cursor.fetchone()[0]
+def _plan_sql(where: str) -> str:
+    return f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {EMBEDDING} e WHERE {where}"
+
+
+def _plan_rows(rows: list[tuple[Any, ...]]) -> float:
+    plan = rows[0][0]
     plan = json.loads(plan) if isinstance(plan, str) else plan
     return float(plan[0]["Plan"]["Plan Rows"])
 
 
 def _visible_estimate(
-    cursor: Any, scope: SearchScope, where: str, params: list[Any], dims: int
+    scope: SearchScope, where: str, params: list[Any], dims: int, timeout_ms: int
 ) -> tuple[float, float]:
     """Planner estimates of the visible vectors and of their fraction of the tenant's vectors."""
-    visible = _plan_rows(cursor, where, params)
-    total = _plan_rows(cursor, "e.dimensions = %s AND e.tenant_id = %s", [dims, scope.tenant_id])
-    return visible, min(1.0, visible / max(total, 1.0))
+    visible, total = lane_fetch(
+        timeout_ms,
+        [
+            (_plan_sql(where), params),
+            (_plan_sql("e.dimensions = %s AND e.tenant_id = %s"), [dims, scope.tenant_id]),
+        ],
+    )
+    estimate = _plan_rows(visible)
+    return estimate, min(1.0, estimate / max(_plan_rows(total), 1.0))
 
 
 def _hydrate_sql(inner: str) -> str:
+    # No text: the search reads it for the few hits it returns (see knowledge.selectors.hydration).
     return (
-        f"SELECT e.chunk_id, c.document_id, c.chunk_index, 1 - e.dist, c.content, d.title, d.source_url, "
-        f"c.tenant_id FROM ({inner}) e JOIN {CHUNK} c ON c.id = e.chunk_id "
-        f"JOIN {DOCUMENT} d ON d.id = c.document_id ORDER BY e.dist, e.chunk_id"
+        f"SELECT e.chunk_id, c.document_id, c.chunk_index, 1 - e.dist, NULL, NULL, NULL, "
+        f"c.tenant_id, c.parent_index FROM ({inner}) e JOIN {CHUNK} c ON c.id = e.chunk_id "
+        f"ORDER BY e.dist, e.chunk_id"
     )
 
 
@@ -115,6 +125,7 @@ def vector_search(
     model: str | None,
     timeout_ms: int,
     exact_scan_max_rows: int,
+    estimates: LookupCache | None = None,
 ) -> list[LaneHit]:
     if scope.sees_nothing or limit <= 0:
         return []
@@ -123,14 +134,17 @@ def vector_search(
     where, params = _candidate_sql(scope, dimensions, model)
     args = [vector_literal(query), *params, limit]
     if dimensions in INDEXED_DIMENSIONS:
-        with lane_settings(timeout_ms) as cursor:
-            visible, fraction = _visible_estimate(cursor, scope, where, params, dimensions)
+        # Planner estimates change only with ANALYZE; a stale one just picks the other (correct) path.
+        def estimate() -> tuple[float, float]:
+            return _visible_estimate(scope, where, params, dimensions, timeout_ms)
+
+        key = ("visible", where, *(tuple(p) if isinstance(p, list) else p for p in params))
+        visible, fraction = estimates.get(key, estimate, keep=lambda _: True) if estimates else estimate()
         if visible > exact_scan_max_rows:
-            with lane_settings(timeout_ms, **hnsw_settings(limit, fraction)) as cursor:
-                cursor.execute(_hnsw_sql(where, dimensions), args)
-                hits = rows_to_hits(cursor.fetchall())
-            if len(hits) >= limit:
-                return hits
-    with lane_settings(timeout_ms, **COMMON_GUCS) as cursor:
-        cursor.execute(_exact_sql(where), args)
-        return rows_to_hits(cursor.fetchall())
+            [rows] = lane_fetch(
+                timeout_ms, [(_hnsw_sql(where, dimensions), args)], **hnsw_settings(limit, fraction)
+            )
+            if len(rows) >= limit:
+                return rows_to_hits(rows)
+    [rows] = lane_fetch(timeout_ms, [(_exact_sql(where), args)], **COMMON_GUCS)
+    return rows_to_hits(rows)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from datetime import timedelta
 from io import StringIO
 
 import pytest
@@ -47,6 +48,18 @@ def test_revoked_key_is_401(tenant: Tenant) -> None:
 def test_use_is_recorded(tenant: Tenant) -> None:
     client_for(issue_key(tenant=tenant)).post("/api/v1/search", SEARCH, format="json")
     assert ApiKey.objects.get().last_used_at is not None
+
+
+def test_use_is_recorded_once_a_minute_not_on_every_request(tenant: Tenant) -> None:
+    client = client_for(issue_key(tenant=tenant))
+    client.post("/api/v1/search", SEARCH, format="json")
+    first = ApiKey.objects.get().last_used_at
+    client.post("/api/v1/search", SEARCH, format="json")
+    assert ApiKey.objects.get().last_used_at == first  # no write for the second request
+    ApiKey.objects.update(last_used_at=timezone.now() - timedelta(minutes=2))
+    client.post("/api/v1/search", SEARCH, format="json")
+    refreshed = ApiKey.objects.get().last_used_at
+    assert refreshed is not None and refreshed > timezone.now() - timedelta(seconds=30)
 
 
 @pytest.mark.parametrize(

@@ -134,3 +134,27 @@ def test_ingest_command_errors(args: list[str], message: str) -> None:
 def test_html_to_text_keeps_headings() -> None:
     title, text = html_to_text("<title>T</title><h2>Sub</h2><p>One <b>two</b></p><style>p{}</style>")
     assert title == "T" and text == "## Sub\nOne two"
+
+
+def column_statistics() -> int:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stats WHERE tablename = 'knowledge_chunk'")
+        return int(cursor.fetchone()[0])
+
+
+def test_a_bulk_ingest_analyzes_the_search_tables(db, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from django.db import connection
+
+    from knowledge.services import table_statistics
+
+    with connection.cursor() as cursor:  # pg_statistic is transactional: the test sees its own ANALYZE
+        cursor.execute("DELETE FROM pg_statistic WHERE starelid = 'knowledge_chunk'::regclass")
+    monkeypatch.setattr(table_statistics, "BULK_CHUNKS", 3)
+    connector = ConnectorFactory.create()
+    documents_ingest(connector=connector, documents=[SourceDocument(external_id="a", content="one")])
+    assert column_statistics() == 0  # one chunk is no bulk load
+    docs = [SourceDocument(external_id=f"d{i}", content=f"text number {i}") for i in range(4)]
+    documents_ingest(connector=connector, documents=docs)
+    assert column_statistics() > 0

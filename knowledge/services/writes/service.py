@@ -19,6 +19,7 @@ from knowledge.errors import KnowledgeError, PayloadTooLarge
 from knowledge.models import Connector, Document
 from knowledge.pipeline.active import active_embedder
 from knowledge.pipeline.embedders.base import Embedder
+from knowledge.services.table_statistics import tables_analyze_after_bulk_write
 from knowledge.services.writes.apply import Applied, apply_batch
 from knowledge.services.writes.prepare import Prepared, prepare
 from knowledge.services.writes.validate import BatchContext, Resolved, validate_batch
@@ -151,6 +152,7 @@ def documents_write(
         items = run.validated(unique_sources(documents))
         if items:
             run.apply(items, run.prepare(_guess_stale(connector, items)))
+        tables_analyze_after_bulk_write(chunks_written=run.stats.chunks)
         run.stats.seconds = time.monotonic() - started
         return run.stats
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-embed") as pool:
@@ -165,6 +167,7 @@ def documents_write(
             pending = following
         if pending is not None:
             _flush(run, pending)
+    tables_analyze_after_bulk_write(chunks_written=run.stats.chunks)
     run.stats.seconds = time.monotonic() - started
     return run.stats
 

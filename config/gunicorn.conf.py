@@ -1,0 +1,23 @@
+"""Gunicorn settings for `make run`: threaded workers sized from the CPU count.
+
+A search spends most of its time waiting on PostgreSQL, so each worker process serves several
+requests on threads (`gthread`); processes, not threads, use the cores. Override with
+GUNICORN_WORKERS / GUNICORN_THREADS / GUNICORN_TIMEOUT, or any gunicorn flag on the command line.
+Each thread keeps its own database connection, plus the search-lane pool's: keep
+workers x (threads + 4) below PostgreSQL's max_connections.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+
+bind = f"{os.environ.get('RUN_HOST', '127.0.0.1')}:{os.environ.get('RUN_PORT', '8000')}"
+worker_class = "gthread"
+workers = int(os.environ.get("GUNICORN_WORKERS", max(2, multiprocessing.cpu_count())))
+threads = int(os.environ.get("GUNICORN_THREADS", 4))
+timeout = int(os.environ.get("GUNICORN_TIMEOUT", 60))
+keepalive = 5
+accesslog = os.environ.get("GUNICORN_ACCESS_LOG") or None
+errorlog = "-"
+wsgi_app = "config.wsgi:application"

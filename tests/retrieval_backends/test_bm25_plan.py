@@ -1,0 +1,101 @@
+"""The keyword lane's plan does not depend on table statistics: its candidate scan runs once per query.
+
+Before, a bulk load without ANALYZE made the planner guess one query term and re-run the candidate
+Bitmap Heap Scan once per term (loops = terms). The plan is checked with EXPLAIN ANALYZE on a freshly
+loaded table with its statistics cleared, and again after ANALYZE.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from knowledge.models import Tenant
+from retrieval_backends.postgres import PostgresRetrievalBackend
+from retrieval_backends.postgres.bm25 import BM25_SQL, BM25Params, _named_filter
+from retrieval_backends.types import ChunkInput, SearchScope
+from tests.factories import DocumentFactory
+
+pytestmark = pytest.mark.django_db
+
+WORDS = [f"w{i:03d}" for i in range(300)]
+QUERY = " ".join(WORDS[i] for i in (0, 3, 7, 12, 20, 33, 50, 80, 120, 190, 250, 299))
+
+
+def bulk_load(tenant_id: int, chunks: int = 1500) -> None:
+    """Chunks of Zipf-ish words (so query terms have very different document frequencies)."""
+    document = DocumentFactory.create(connector__tenant=Tenant.objects.get(pk=tenant_id), is_public=True)
+    rng = random.Random(7)
+    weights = [1 / (rank + 1) for rank in range(len(WORDS))]
+    PostgresRetrievalBackend().insert_chunks(
+        [
+            ChunkInput(
+                document_id=document.pk,
+                chunk_index=i,
+                content=" ".join(rng.choices(WORDS, weights, k=40)),
+                language="simple",
+                tenant_id=tenant_id,
+                connector_id=document.connector_id,
+                acl_tokens=("public",),
+            )
+            for i in range(chunks)
+        ]
+    )
+
+
+def clear_statistics() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_proc WHERE proname = 'pg_clear_relation_stats'")
+        if cursor.fetchone() is None:  # before PostgreSQL 18: a table that was never analyzed
+            return
+        for table in ("knowledge_chunk", "knowledge_keywordterm", "knowledge_keywordstatistics"):
+            cursor.execute("SELECT pg_clear_relation_stats('public', %s)", [table])
+            cursor.execute(
+                "SELECT pg_clear_attribute_stats('public', %s, attname, false) FROM pg_attribute "
+                "WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped",
+                [table, table],
+            )
+
+
+def nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield plan
+    for child in plan.get("Plans", []):
+        yield from nodes(child)
+
+
+def candidate_scans(tenant_id: int) -> list[dict[str, Any]]:
+    scope = SearchScope(tenant_id=tenant_id, principal_tokens=frozenset({"public"}))
+    where, filter_params = _named_filter(scope)
+    params = BM25Params()
+    args: dict[str, Any] = {"languages": ["simple"], "query": QUERY, "tenant": tenant_id}
+    args["budget"] = params.budget_for(50)
+    args |= {"k1": params.k1, "b": params.b, "limit": 50, **filter_params}
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + BM25_SQL.replace("{where}", where), args)
+        plan = cursor.fetchone()[0]
+    plan = json.loads(plan) if isinstance(plan, str) else plan
+    return [
+        node
+        for node in nodes(plan[0]["Plan"])
+        if node.get("Index Name") in {"chunk_search_vector_gin", "chunk_tenant_lexemes_gin"}
+        or (node.get("Relation Name") == "knowledge_chunk" and node["Node Type"] != "Index Scan")
+    ]
+
+
+@pytest.mark.parametrize("analyzed", [False, True], ids=["fresh-bulk-load", "after-analyze"])
+def test_the_candidate_scan_runs_once_whatever_the_statistics(analyzed: bool) -> None:
+    tenant_id = DocumentFactory.create().tenant_id
+    bulk_load(tenant_id)
+    clear_statistics()
+    if analyzed:
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE knowledge_chunk, knowledge_keywordterm, knowledge_keywordstatistics")
+    scans = candidate_scans(tenant_id)
+    assert scans, "the candidate scan was not found in the plan"
+    assert sum(node["Actual Rows"] for node in scans) > 100  # many candidates: a re-scan would show
+    assert [node["Actual Loops"] for node in scans] == [1] * len(scans)

@@ -1,0 +1,82 @@
+"""`make run` serves with gunicorn: its config, and a real gunicorn answering on the test database."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import runpy
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = ROOT / "config" / "gunicorn.conf.py"
+
+
+def test_threaded_workers_sized_from_the_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    monkeypatch.setenv("RUN_PORT", "8123")
+    config = runpy.run_path(str(CONFIG))
+    assert config["worker_class"] == "gthread"
+    assert config["workers"] >= 2 and config["threads"] >= 2
+    assert config["bind"] == "127.0.0.1:8123"
+    monkeypatch.setenv("GUNICORN_WORKERS", "5")
+    assert runpy.run_path(str(CONFIG))["workers"] == 5
+
+
+def test_run_script_uses_gunicorn_and_keeps_runserver_for_development() -> None:
+    script = (ROOT / "scripts" / "run.sh").read_text()
+    assert "exec .venv/bin/gunicorn --config config/gunicorn.conf.py" in script
+    assert 'if [ "${RUN_DEV_SERVER:-0}" = 1 ]' in script
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def get(port: int, path: str) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("GET", path)
+    response = conn.getresponse()
+    return response.status, response.read()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_gunicorn_serves_the_api(tmp_path: Any) -> None:
+    settings = connection.settings_dict
+    url = (
+        f"postgres://{settings['USER']}:{settings['PASSWORD']}@{settings['HOST']}:{settings['PORT']}"
+        f"/{settings['NAME']}"
+    )
+    port = free_port()
+    env = {**os.environ, "DATABASE_URL": url, "RUN_PORT": str(port), "GUNICORN_WORKERS": "2"}
+    env["DJANGO_SETTINGS_MODULE"] = "config.settings_test"
+    gunicorn = Path(sys.executable).parent / "gunicorn"
+    log = (tmp_path / "gunicorn.log").open("wb")
+    process = subprocess.Popen(
+        [str(gunicorn), "--config", str(CONFIG)], cwd=ROOT, env=env, stdout=log, stderr=log
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                status, body = get(port, "/api/v1/health")
+                break
+            except OSError:
+                assert process.poll() is None, (tmp_path / "gunicorn.log").read_text()
+                assert time.monotonic() < deadline, "gunicorn did not answer in 30 s"
+                time.sleep(0.2)
+        assert status == 200, body
+        assert get(port, "/api/v1/search")[0] == 401  # the API itself, not only the health check
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
