@@ -76,6 +76,7 @@ class EmbeddingUpdate:
     model: str
 
 
+PAGE_UNKNOWN = -1  # a LaneHit's page before anything read it (pages are >= 1, None: unpaged)
 PARENT_UNKNOWN = -1  # a LaneHit's parent_index when the backend did not say (chunk indexes are >= 0)
 
 
@@ -96,6 +97,7 @@ class LaneHit:
     source_url: str | None = None
     tenant_id: int | None = None
     parent_index: int | None = PARENT_UNKNOWN
+    page: int | None = PAGE_UNKNOWN  # the chunk's page, once hydration or verification read it
 
 
 @dataclass(frozen=True, kw_only=True)

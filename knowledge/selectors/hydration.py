@@ -1,4 +1,4 @@
-"""Text and citation fields of the hits a search keeps, read once for the pool it reranks and returns.
+"""Text and citation fields (title, URL, page) of the hits a search keeps, read once for its pool.
 
 Lanes rank by ids and scores: reading the text of every candidate (50 a lane) cost more than the
 ranking itself. So hits may come back without text (`content` None, as the contract allows), and
@@ -14,27 +14,28 @@ from dataclasses import replace
 from django.db import connection
 
 from knowledge.pipeline.fusers.base import FusedHit
+from retrieval_backends.types import PAGE_UNKNOWN
 
 HYDRATE_SQL = (
-    "SELECT c.id, c.content, d.title, d.source_url FROM knowledge_chunk c "
+    "SELECT c.id, c.content, d.title, d.source_url, c.page FROM knowledge_chunk c "
     "JOIN knowledge_document d ON d.id = c.document_id WHERE c.id = ANY(%s)"
 )
 
 
 def hydrate_hits(fused: list[FusedHit]) -> list[FusedHit]:
     """The hits with content, title and source URL, in order; hits whose chunk is gone are dropped."""
-    missing = [f.chunk_id for f in fused if f.hit.content is None]
+    missing = [f.chunk_id for f in fused if f.hit.content is None or f.hit.page == PAGE_UNKNOWN]
     if not missing:
         return fused
     with connection.cursor() as cursor:
         cursor.execute(HYDRATE_SQL, [missing])
-        rows = {pk: (content, title, url) for pk, content, title, url in cursor.fetchall()}
+        rows = {row[0]: row[1:] for row in cursor.fetchall()}
     hydrated = []
     for f in fused:
-        if f.hit.content is None:
+        if f.hit.content is None or f.hit.page == PAGE_UNKNOWN:
             if f.chunk_id not in rows:
                 continue
-            content, title, url = rows[f.chunk_id]
-            f = replace(f, hit=replace(f.hit, content=content, title=title, source_url=url))
+            content, title, url, page = rows[f.chunk_id]
+            f = replace(f, hit=replace(f.hit, content=content, title=title, source_url=url, page=page))
         hydrated.append(f)
     return hydrated

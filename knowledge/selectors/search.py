@@ -1,12 +1,17 @@
-"""Hybrid search: vector and keyword lanes run concurrently, are verified when needed, then fused."""
+"""Search as a pipeline: query stages plan queries, the base retrieval runs once per planned query
+(concurrently), the results merge by chunk id, and hit stages refine the pool into the answer.
+
+With the default pipeline (no query stage) there is one planned query, and the hits keep the fused
+scores of the base retrieval. Every stage is traced; the trace is returned on request.
+"""
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
@@ -15,25 +20,33 @@ from django.db import connection
 from knowledge.errors import InvalidInput
 from knowledge.pipeline.active import active_embedder
 from knowledge.pipeline.compressors.base import Compressor
-from knowledge.pipeline.embedders.base import CLIENT_MODEL
-from knowledge.pipeline.fusers.base import FusedHit, Fuser
-from knowledge.pipeline.registry import get_compressor, get_fuser, get_reranker
+from knowledge.pipeline.fusers.base import Fuser
+from knowledge.pipeline.llm import TokenBudget
+from knowledge.pipeline.registry import get_fuser
 from knowledge.pipeline.rerankers.base import Reranker
-from knowledge.pipeline.types import Candidate, Query
-from knowledge.selectors.citations import with_pages
-from knowledge.selectors.expansion import expand_to_parents
+from knowledge.pipeline.stages.base import HIT, QUERY, Stage
+from knowledge.pipeline.stages.hits import CompressorStage, RerankerStage
+from knowledge.pipeline.stages.registry import configured_stages
+from knowledge.pipeline.stages.types import PlannedQuery, StageContext, StageHit, StageTrace
+from knowledge.pipeline.types import Query
 from knowledge.selectors.hydration import hydrate_hits
-from knowledge.selectors.vectors import chunk_vectors
-from knowledge.selectors.verification import verify_lanes
+from knowledge.selectors.retrieval import (
+    LANES,
+    Retrieved,
+    VectorQuery,
+    close_lane_connections,
+    retrieve,
+    vector_query,
+)
+from knowledge.selectors.stages import merge_fanout, narrow_scope, run_stages, scope_choices, to_stage_hit
 from retrieval_backends.base import KnowledgeRetrievalBackend
 from retrieval_backends.registry import get_backend
-from retrieval_backends.types import LaneHit, SearchScope
+from retrieval_backends.types import PAGE_UNKNOWN, SearchScope
 
-LANES = ("vector", "keyword")
-LANE_THREADS = 4
+__all__ = ["LANES", "SearchHit", "SearchResult", "Stages", "close_lane_connections", "search_chunks"]
 RERANK_POOL_FACTOR = 3
-VERIFY_REFILLS = 2  # re-asks of a lane whose hits verification thinned out (4x, then 16x the depth)
-_executor = ThreadPoolExecutor(max_workers=LANE_THREADS, thread_name_prefix="search-lane")
+FANOUT_THREADS = 4
+_fanout = ThreadPoolExecutor(max_workers=FANOUT_THREADS, thread_name_prefix="search-fanout")
 
 
 @dataclass(frozen=True)
@@ -53,6 +66,9 @@ class SearchHit:
     lane_ranks: dict[str, int]
     fusion_terms: dict[str, float] = field(default_factory=dict)  # each lane's share of rrf_score
     page: int | None = None
+    parent_content: str | None = None
+    excerpts: tuple[str, ...] = ()
+    matched_queries: tuple[int, ...] = ()
 
 
 @dataclass
@@ -60,135 +76,13 @@ class SearchResult:
     hits: list[SearchHit]
     warnings: list[str] = field(default_factory=list)
     lanes: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class _VectorQuery:
-    vector: list[float]
-    dimensions: int
-    model: str | None
-
-
-def _vector_query(
-    backend: KnowledgeRetrievalBackend,
-    scope: SearchScope,
-    query_text: str | None,
-    embedding: Sequence[float] | None,
-    warnings: list[str],
-) -> _VectorQuery | None:
-    if embedding is not None:
-        return _caller_vector(backend, scope, list(embedding), warnings)
-    embedder = active_embedder()
-    if not backend.has_embedding_model(scope.tenant_id, embedder.name):
-        populated = backend.get_populated_embedding_dimensions(scope.tenant_id, scope.connector_ids)
-        warnings.append(
-            f"vector lane skipped: no vectors of the active embedder {embedder.name!r} are indexed "
-            f"(indexed dimensions: {', '.join(map(str, populated)) or 'none'}); see `manage.py doctor`"
-        )
-        return None
-    assert query_text is not None
-    return _VectorQuery(embedder.embed(query_text), embedder.dimension, embedder.name)
-
-
-def _caller_vector(
-    backend: KnowledgeRetrievalBackend, scope: SearchScope, vector: list[float], warnings: list[str]
-) -> _VectorQuery:
-    """A caller's query vector searches one model's vectors of its dimension: the active embedder's,
-    else caller-supplied ones, else the only model there is; vectors of two models never mix."""
-    stored = backend.get_embedding_models(scope.tenant_id)
-    models = sorted(model for dimensions, model in stored if dimensions == len(vector))
-    if not models:
-        populated = sorted({dimensions for dimensions, _ in stored})
-        raise InvalidInput(
-            f"the query vector has {len(vector)} dimensions, but the indexed vectors have "
-            f"{', '.join(map(str, populated)) or 'none'}",
-            field="embedding",
-        )
-    active = active_embedder().name
-    preferred = [m for m in (active, CLIENT_MODEL) if m in models]
-    model = preferred[0] if preferred else models[0]
-    if not preferred and len(models) > 1:
-        warnings.append(f"several models have {len(vector)}-dimensional vectors; searched those of {model!r}")
-    return _VectorQuery(vector, len(vector), model)
-
-
-_lane_thread = threading.local()
-LANE_CONNECTION_CHECK_SECONDS = 1.0
-
-
-def _in_lane_thread(fn: Callable[[], list[LaneHit]]) -> list[LaneHit]:
-    # Pool threads get no request signals, so they retire old or broken connections themselves; the
-    # check costs a round trip (CONN_HEALTH_CHECKS), so at most once a second unless a query failed.
-    now = time.monotonic()
-    if (
-        connection.errors_occurred
-        or now - getattr(_lane_thread, "checked", 0.0) > LANE_CONNECTION_CHECK_SECONDS
-    ):
-        connection.close_if_unusable_or_obsolete()
-        _lane_thread.checked = now
-    return fn()
-
-
-def close_lane_connections() -> None:
-    """Close the database connection each lane thread keeps (before dropping a database, at shutdown)."""
-    barrier = threading.Barrier(LANE_THREADS, timeout=10)
-
-    def close() -> None:
-        barrier.wait()  # every pool thread takes exactly one of these calls
-        connection.close()
-
-    for future in [_executor.submit(close) for _ in range(LANE_THREADS)]:
-        future.result()
-
-
-def _run_lanes(
-    backend: KnowledgeRetrievalBackend, calls: dict[str, Callable[[], list[LaneHit]]], warnings: list[str]
-) -> dict[str, list[LaneHit]]:
-    """Run lanes concurrently (sequentially inside a transaction, so they see its writes)."""
-    results: dict[str, list[LaneHit]] = {}
-    inline = calls if connection.in_atomic_block else dict(list(calls.items())[:1])
-    # The other lanes go to the pool; the first runs here meanwhile, on this thread's connection.
-    futures = {
-        name: _executor.submit(_in_lane_thread, fn) for name, fn in calls.items() if name not in inline
-    }
-    outcomes: dict[str, Any] = {}
-    for name, fn in inline.items():
-        try:
-            outcomes[name] = fn()
-        except Exception as exc:  # classified below, like the pool's
-            outcomes[name] = exc
-    outcomes |= {name: (f.exception() or f.result()) for name, f in futures.items()}
-    for name, outcome in outcomes.items():
-        if isinstance(outcome, BaseException):
-            if backend.is_search_timeout(outcome):
-                warnings.append(f"{name} lane timed out and was left out of the results")
-                continue
-            raise outcome
-        results[name] = outcome
-    return results
-
-
-def _to_search_hit(fused: FusedHit, content: str) -> SearchHit:
-    hit = fused.hit
-    return SearchHit(
-        chunk_id=hit.chunk_id,
-        document_id=hit.document_id,
-        chunk_index=hit.chunk_index,
-        tenant_id=hit.tenant_id,
-        title=hit.title or "",
-        content=content,
-        source_url=hit.source_url or "",
-        rrf_score=fused.score,
-        similarity=fused.scores.get("vector"),
-        text_rank=fused.scores.get("keyword"),
-        lane_ranks=dict(fused.ranks),
-        fusion_terms=dict(fused.terms),
-    )
+    trace: list[dict[str, Any]] | None = None
+    queries: list[PlannedQuery] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class Stages:
-    """The query-time layers after retrieval; None means the configured default."""
+    """Overrides of the configured layers (the evals use them); None means the configured one."""
 
     fuser: Fuser | None = None
     reranker: Reranker | None = None
@@ -196,37 +90,52 @@ class Stages:
     token_budget: int | None = None
 
 
-def _candidates(fused: list[FusedHit], reranker: Reranker, vq: _VectorQuery | None) -> list[Candidate]:
-    vectors: dict[int, tuple[float, ...]] = {}
-    if reranker.needs_embeddings and vq is not None:
-        vectors = chunk_vectors(
-            chunk_ids=[f.chunk_id for f in fused], dimensions=vq.dimensions, model=vq.model
-        )
-    return [
-        Candidate(
-            chunk_id=f.chunk_id,
-            document_id=f.hit.document_id,
-            chunk_index=f.hit.chunk_index,
-            content=f.hit.content or "",
-            score=f.score,
-            embedding=vectors.get(f.chunk_id),
-            payload=f,
-        )
-        for f in fused
-    ]
+@lru_cache(maxsize=1)
+def _configured() -> tuple[Stage, ...]:
+    return tuple(configured_stages())
 
 
-def _finish(
-    fused: list[FusedHit], query: Query, vq: _VectorQuery | None, limit: int, stages: Stages
-) -> list[SearchHit]:
-    """Rerank a pool of the best fused hits, cut to `limit`, compress to the token budget."""
-    reranker = stages.reranker or get_reranker()
-    fused = expand_to_parents(fused[: max(limit * RERANK_POOL_FACTOR * 2, limit)])
-    pool = _candidates(hydrate_hits(fused[: max(limit * RERANK_POOL_FACTOR, limit)]), reranker, vq)
-    ranked = reranker.rerank(query, pool, limit)
-    budget = stages.token_budget or settings.KNOWLEDGE_TOKEN_BUDGET
-    compressed = (stages.compressor or get_compressor()).compress(query, ranked, budget)
-    return with_pages([_to_search_hit(c.payload, c.content) for c in compressed])
+def forget_configured_stages() -> None:
+    _configured.cache_clear()
+
+
+def _pipeline(pipeline: Sequence[Stage] | None, stages: Stages) -> list[Stage]:
+    chosen = list(pipeline) if pipeline is not None else list(_configured())
+    if stages.reranker is not None or stages.compressor is not None or stages.token_budget is not None:
+        chosen = [_override(stage, stages) for stage in chosen]
+    return chosen
+
+
+def _override(stage: Stage, stages: Stages) -> Stage:
+    if isinstance(stage, RerankerStage) and stages.reranker is not None:
+        return RerankerStage(instance=stages.reranker)
+    if isinstance(stage, CompressorStage) and (stages.compressor is not None or stages.token_budget):
+        return CompressorStage(instance=stages.compressor, token_budget=stages.token_budget)
+    return stage
+
+
+def _to_search_hit(hit: StageHit) -> SearchHit:
+    fused = hit.fused
+    assert fused is not None
+    lane = fused.hit
+    return SearchHit(
+        chunk_id=hit.chunk_id,
+        document_id=hit.document_id,
+        chunk_index=hit.chunk_index,
+        tenant_id=lane.tenant_id,
+        title=lane.title or "",
+        content=hit.content,
+        source_url=lane.source_url or "",
+        rrf_score=hit.score,
+        similarity=fused.scores.get("vector"),
+        text_rank=fused.scores.get("keyword"),
+        lane_ranks=dict(fused.ranks),
+        fusion_terms=dict(fused.terms),
+        page=None if lane.page == PAGE_UNKNOWN else lane.page,
+        parent_content=hit.parent_content,
+        excerpts=hit.excerpts,
+        matched_queries=hit.matched_queries,
+    )
 
 
 def search_chunks(
@@ -238,90 +147,154 @@ def search_chunks(
     lanes: Sequence[str] = LANES,
     candidates: int | None = None,
     stages: Stages | None = None,
+    pipeline: Sequence[Stage] | None = None,
+    trace: bool = False,
 ) -> SearchResult:
-    """Search the chunks visible in `scope`; text without a vector is embedded by the active embedder."""
+    """Search the chunks visible in `scope`; text without a vector is embedded by the active embedder.
+
+    `pipeline` replaces the configured stages (query stages first); `trace` returns each stage's record.
+    """
     query_text = (query_text or "").strip() or None
     if query_text is None and query_embedding is None:
         raise InvalidInput("give a query text, an embedding, or both", field="query")
-    backend = get_backend()
-    stages = stages or Stages()
-    warnings: list[str] = []
     if scope.sees_nothing:
-        return SearchResult(hits=[], warnings=warnings)
-    depth = max(limit, candidates or settings.KNOWLEDGE_CANDIDATES_PER_LANE)
-    vq = None
-    if "vector" in lanes:
-        vq = _vector_query(backend, scope, query_text, query_embedding, warnings)
-    make_calls = _lane_calls(backend, scope, lanes, query_text, vq, warnings)
-    lane_hits = _run_lanes(backend, make_calls(depth), warnings)
-    if backend.requires_result_verification:
-        lane_hits = _verified(backend, scope, make_calls, depth, lane_hits, warnings)
-    fuser = stages.fuser or get_fuser()
-    query = Query(text=query_text, embedding=tuple(vq.vector) if vq else None, model=vq.model if vq else None)
+        return SearchResult(hits=[], trace=[] if trace else None)
+    run = _Run(scope, query_text, query_embedding, limit, lanes, candidates, stages or Stages())
+    chosen = _pipeline(pipeline, run.stages)
+    planned = run.plan([s for s in chosen if s.phase == QUERY])
+    pool = run.fan_out(planned)
+    hits = run_stages([s for s in chosen if s.phase == HIT], pool, run.context, run.traces)
     return SearchResult(
-        hits=_finish(fuser.fuse(lane_hits), query, vq, limit, stages),
-        warnings=warnings,
-        lanes={name: len(hits) for name, hits in lane_hits.items()},
+        hits=[_to_search_hit(h) for h in hits[:limit]],
+        warnings=run.context.warnings,
+        lanes=run.lanes,
+        trace=[t.as_dict() for t in run.traces] if trace else None,
+        queries=planned,
     )
 
 
-LaneCalls = Callable[[int], dict[str, Callable[[], list[LaneHit]]]]
+class _Run:
+    """One search: its context, its planned queries, the fan-out and the traces."""
 
+    def __init__(
+        self,
+        scope: SearchScope,
+        query_text: str | None,
+        query_embedding: Sequence[float] | None,
+        limit: int,
+        lanes: Sequence[str],
+        candidates: int | None,
+        stages: Stages,
+    ) -> None:
+        self.backend: KnowledgeRetrievalBackend = get_backend()
+        self.scope, self.text, self.embedding, self.limit = scope, query_text, query_embedding, limit
+        self.lane_names, self.stages = lanes, stages
+        self.depth = max(limit, candidates or settings.KNOWLEDGE_CANDIDATES_PER_LANE)
+        self.fuser = stages.fuser or get_fuser()
+        self.traces: list[StageTrace] = []
+        self.lanes: dict[str, int] = {}
+        self.context = StageContext(
+            query=Query(text=query_text),
+            scope=scope,
+            limit=limit,
+            budget=TokenBudget(settings.KNOWLEDGE_LLM_TOKEN_BUDGET),
+        )
 
-def _lane_calls(
-    backend: KnowledgeRetrievalBackend,
-    scope: SearchScope,
-    lanes: Sequence[str],
-    query_text: str | None,
-    vq: _VectorQuery | None,
-    warnings: list[str],
-) -> LaneCalls:
-    """The lanes to run, for a given depth (candidates per lane)."""
+    def plan(self, query_stages: list[Stage]) -> list[PlannedQuery]:
+        planned = [PlannedQuery(self.text or "")]
+        if query_stages and self.text is not None:
+            self.context.choices = scope_choices(self.scope)
+            planned = run_stages(query_stages, planned, self.context, self.traces) or planned
+        return planned
 
-    def calls(depth: int) -> dict[str, Callable[[], list[LaneHit]]]:
-        found: dict[str, Callable[[], list[LaneHit]]] = {}
-        if vq is not None:
-            found["vector"] = lambda: backend.vector_search(
-                scope, vq.vector, vq.dimensions, depth, model=vq.model
+    def fan_out(self, planned: list[PlannedQuery]) -> list[StageHit]:
+        """The base retrieval per planned query (concurrently), merged; hydrated for the hit stages."""
+        started = time.perf_counter()
+        vectors = self._vectors(planned)
+        if len(planned) == 1:
+            results = [self._retrieve(planned[0], vectors[0])]
+        else:
+            results = self._concurrently(planned, vectors)
+        for retrieved in results:
+            for lane, count in retrieved.lanes.items():
+                self.lanes[lane] = self.lanes.get(lane, 0) + count
+        pool_size = max(self.limit * RERANK_POOL_FACTOR, self.limit)
+        if len(planned) == 1:
+            pool = [to_stage_hit(f) for f in hydrate_hits(results[0].fused[:pool_size])]
+        else:
+            merged = merge_fanout(
+                list(zip(planned, [r.fused for r in results], strict=True)), settings.KNOWLEDGE_FANOUT_RRF_K
             )
-        if "keyword" in lanes and query_text is not None:
-            found["keyword"] = _keyword_call(backend, scope, query_text, depth, warnings)
-        return found
+            pool = _hydrated(merged[:pool_size])
+        self._trace_fanout(planned, pool, started)
+        first = vectors[0]
+        self.context.query = Query(
+            self.text, tuple(first.vector) if first else None, first.model if first else None
+        )
+        return pool
 
-    return calls
+    def _retrieve(self, query: PlannedQuery, vq: VectorQuery | None) -> Retrieved:
+        text = query.text or None
+        return retrieve(
+            backend=self.backend,
+            scope=narrow_scope(self.scope, query.filters),
+            query_text=text if "keyword" in self.lane_names else None,
+            vq=vq,
+            lanes=self.lane_names,
+            depth=self.depth,
+            fuser=self.fuser,
+            warnings=self.context.warnings,
+        )
+
+    def _concurrently(
+        self, planned: list[PlannedQuery], vectors: list[VectorQuery | None]
+    ) -> list[Retrieved]:
+        if connection.in_atomic_block:  # inside a transaction: see its writes, one connection
+            return [self._retrieve(q, v) for q, v in zip(planned, vectors, strict=True)]
+        futures = [
+            _fanout.submit(_in_thread, self._retrieve, q, v) for q, v in zip(planned, vectors, strict=True)
+        ]
+        return [f.result() for f in futures]
+
+    def _vectors(self, planned: list[PlannedQuery]) -> list[VectorQuery | None]:
+        """The query vector of each planned query: the caller's for the question itself, else the
+        active embedder's (embedded in one batch)."""
+        if "vector" not in self.lane_names:
+            return [None] * len(planned)
+        first = vector_query(self.backend, self.scope, self.text, self.embedding, self.context.warnings)
+        if first is None or len(planned) == 1:
+            return [first] + [None] * (len(planned) - 1)
+        embedder = active_embedder()
+        others: list[VectorQuery | None] = [
+            VectorQuery(list(v), embedder.dimension, embedder.name)
+            for v in embedder.embed_batch([q.text for q in planned[1:]])
+        ]
+        return [first, *others]
+
+    def _trace_fanout(self, planned: list[PlannedQuery], pool: list[StageHit], started: float) -> None:
+        record = StageTrace("retrieval", "base", "fanout", queries_in=len(planned), queries_out=len(planned))
+        record.hits_out = len(pool)
+        record.duration_ms = (time.perf_counter() - started) * 1000
+        record.preview = {
+            "hits": [
+                {"chunk_id": h.chunk_id, "score": round(h.score, 6), "content": h.content[:120]}
+                for h in pool[:5]
+            ]
+        }
+        self.traces.append(record)
 
 
-def _verified(
-    backend: KnowledgeRetrievalBackend,
-    scope: SearchScope,
-    make_calls: LaneCalls,
-    depth: int,
-    lane_hits: dict[str, list[LaneHit]],
-    warnings: list[str],
-) -> dict[str, list[LaneHit]]:
-    """Canonical verification of an external index's hits. Stale hits (deleted, re-permissioned,
-    forged) are dropped, so a lane that came back full but lost hits is asked again for more, until
-    it has `depth` verified hits or has no more to give."""
-    verified, asked = verify_lanes(scope, lane_hits), depth
-    for _ in range(VERIFY_REFILLS):
-        short = [n for n, hits in verified.items() if len(hits) < depth and len(lane_hits[n]) >= asked]
-        if not short:
-            break
-        asked *= 4
-        more = _run_lanes(backend, {n: c for n, c in make_calls(asked).items() if n in short}, warnings)
-        lane_hits.update(more)
-        verified.update(verify_lanes(scope, more))
-    return verified
+def _hydrated(hits: list[StageHit]) -> list[StageHit]:
+    fused = hydrate_hits([h.fused for h in hits if h.fused is not None])
+    by_id = {f.chunk_id: f for f in fused}
+    return [
+        replace(h, fused=by_id[h.chunk_id], content=by_id[h.chunk_id].hit.content or "")
+        for h in hits
+        if h.chunk_id in by_id
+    ]
 
 
-def _keyword_call(
-    backend: KnowledgeRetrievalBackend, scope: SearchScope, query_text: str, depth: int, warnings: list[str]
-) -> Callable[[], list[LaneHit]]:
-    """The keyword lane, including its language and statistics look-ups (they run in the lane's thread)."""
+def _in_thread(fn: Any, *args: Any) -> Any:
+    from knowledge.selectors.retrieval import in_lane_thread
 
-    def lane() -> list[LaneHit]:
-        languages = backend.get_text_search_languages(scope.tenant_id, scope.connector_ids)
-        warnings.extend(backend.keyword_warnings(scope.tenant_id, languages, scope.connector_ids))
-        return backend.keyword_search(scope, query_text, languages, depth)
-
-    return lane
+    return in_lane_thread(lambda: fn(*args))

@@ -92,7 +92,7 @@ def run_stages(
         _count(trace, items, "out")
         trace.preview = _preview(items)
         traces.append(trace)
-        logger.info(
+        logger.debug(
             "stage %s %s %s in=%s out=%s",
             stage.phase,
             stage.name,

@@ -67,6 +67,7 @@ def _canonical(hits: Sequence[LaneHit], chunks: Mapping[int, Chunk]) -> list[Lan
                 source_url=chunk.document.source_url,
                 tenant_id=chunk.document.tenant_id,
                 parent_index=chunk.parent_index,
+                page=chunk.page,
             )
         )
     return verified

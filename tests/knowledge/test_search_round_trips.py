@@ -105,9 +105,13 @@ def test_children_expand_to_parents_whether_or_not_the_lanes_report_them(  # typ
 ) -> None:
     from knowledge.models import Chunk
     from knowledge.pipeline.fusers.base import FusedHit
+    from knowledge.pipeline.llm import TokenBudget
     from knowledge.pipeline.registry import reset_pipeline
-    from knowledge.selectors.expansion import expand_to_parents
-    from retrieval_backends.types import PARENT_UNKNOWN, LaneHit
+    from knowledge.pipeline.stages.hits import ParentExpand
+    from knowledge.pipeline.stages.types import StageContext
+    from knowledge.pipeline.types import Query
+    from knowledge.selectors.stages import to_stage_hit
+    from retrieval_backends.types import PARENT_UNKNOWN, LaneHit, SearchScope
 
     settings.KNOWLEDGE_CHUNKER = "knowledge.pipeline.chunkers.parent_child.ParentChildChunker"
     settings.KNOWLEDGE_CHUNK_TOKENS = 40
@@ -135,10 +139,15 @@ def test_children_expand_to_parents_whether_or_not_the_lanes_report_them(  # typ
         )
         for c in children
     ]
-    expanded = expand_to_parents(fused)
-    parents = {c.chunk_index for c in Chunk.objects.filter(document=document, parent_index__isnull=True)}
-    assert expanded and all(f.hit.chunk_index in parents for f in expanded)
-    assert len({f.hit.chunk_index for f in expanded}) == len(expanded)
+    scope = SearchScope(tenant_id=document.tenant_id, principal_tokens=frozenset({"public"}))
+    context = StageContext(query=Query(text="topic"), scope=scope, limit=10, budget=TokenBudget(0))
+    expanded = ParentExpand().run([to_stage_hit(f) for f in fused], context)
+    parents = {
+        c.chunk_index: c.content for c in Chunk.objects.filter(document=document, parent_index__isnull=True)
+    }
+    by_child = {c.pk: int(c.parent_index or 0) for c in children}
+    assert expanded and all(h.parent_content == parents[by_child[h.chunk_id]] for h in expanded)
+    assert len({by_child[h.chunk_id] for h in expanded}) == len(expanded)  # one hit per parent
 
 
 def test_hits_are_hydrated_once_and_vanished_chunks_dropped(connector, scope) -> None:  # type: ignore[no-untyped-def]
@@ -155,7 +164,10 @@ def test_hits_are_hydrated_once_and_vanished_chunks_dropped(connector, scope) ->
         return FusedHit(chunk_id=hit.chunk_id, score=hit.score, ranks={}, scores={}, hit=hit)
 
     gone = LaneHit(chunk_id=10**12, document_id=1, chunk_index=0, score=1.0)
-    kept = LaneHit(chunk_id=chunks[0].pk, document_id=1, chunk_index=0, score=1.0, content="verified")
+    # A verified hit (an external index's) carries its canonical text and page already.
+    kept = LaneHit(
+        chunk_id=chunks[0].pk, document_id=1, chunk_index=0, score=1.0, content="verified", page=None
+    )
     with CaptureQueriesContext(connection) as queries:
         out = hydrate_hits([fused(h) for h in [*bare, gone, kept]])
     assert len(queries) == 1

@@ -32,12 +32,11 @@ class ParentExpand(HitStage):
     name = "parent_expand"
 
     def run(self, hits: Sequence[StageHit], context: StageContext) -> list[StageHit]:
+        from knowledge.selectors.expansion import parent_indexes
         from knowledge.selectors.verification import scope_q
 
-        rows = Chunk.objects.filter(pk__in=[h.chunk_id for h in hits], parent_index__isnull=False)
-        parent_of = {
-            pk: (doc, index) for pk, doc, index in rows.values_list("pk", "document_id", "parent_index")
-        }
+        indexes = parent_indexes([h.fused for h in hits if h.fused is not None])
+        parent_of = {h.chunk_id: (h.document_id, indexes[h.chunk_id]) for h in hits if h.chunk_id in indexes}
         if not parent_of:
             return list(hits)
         wanted = Q()
