@@ -11,6 +11,7 @@ class KnowledgeConfig(AppConfig):
     def ready(self) -> None:
         from django.core import checks
 
-        from knowledge.checks import check_pipeline_plugins
+        from knowledge.checks import check_pipeline_plugins, check_pipeline_stages
 
         checks.register(check_pipeline_plugins, "knowledge")
+        checks.register(check_pipeline_stages, "knowledge")

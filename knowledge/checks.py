@@ -37,3 +37,19 @@ def check_pipeline_plugins(
                 seen.add(cause)
                 errors.append(Error(problem, hint=plugin_hint(report.layer), id="knowledge.E001"))
     return errors
+
+
+def check_pipeline_stages(
+    app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """The configured stages import, take their options, and come in order (query stages first)."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    from knowledge.pipeline.stages.registry import configured_stages
+
+    try:
+        configured_stages()
+    except ImproperlyConfigured as exc:
+        hint = "Set KNOWLEDGE_STAGES (or `stages` in plugins.json) to valid stages, query stages first."
+        return [Error(str(exc), hint=hint, id="knowledge.E002")]
+    return []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 
@@ -71,4 +72,42 @@ class JsonObjectField(serializers.DictField):
         value: dict[str, Any] = super().to_internal_value(data)
         if contains_nul(value):
             raise serializers.ValidationError("Null characters are not allowed.", code="null_characters")
+        return value
+
+
+STAGE_NAMES = [
+    *("query_planner", "multi_query", "parent_expand", "compress"),
+    *("diversify", "decay", "reranker", "compressor"),
+]
+
+
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "string", "enum": STAGE_NAMES, "description": "A stage name."},
+            {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "enum": STAGE_NAMES},
+                    "options": {"type": "object"},
+                },
+                "required": ["name"],
+                "additionalProperties": False,
+            },
+        ]
+    }
+)
+class StageSpecField(serializers.Field):  # type: ignore[type-arg]
+    """A stage of a request: its name, or {"name", "options"} (checked against the allow-list later)."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, str) and data.strip():
+            return data.strip()
+        if isinstance(data, dict) and isinstance(data.get("name"), str) and set(data) <= {"name", "options"}:
+            if not isinstance(data.get("options", {}), dict):
+                raise serializers.ValidationError("options must be an object")
+            return {"name": data["name"], "options": dict(data.get("options", {}))}
+        raise serializers.ValidationError('a stage is a name or {"name": ..., "options": {...}}')
+
+    def to_representation(self, value: Any) -> Any:
         return value

@@ -10,6 +10,7 @@ from rest_framework import serializers
 
 from knowledge.api.fields import (
     JsonObjectField,
+    StageSpecField,
     StrictBooleanField,
     StrictCharField,
     StrictEmailField,
@@ -19,6 +20,7 @@ from knowledge.api.fields import (
     StrictURLField,
 )
 from knowledge.models import Document
+from knowledge.pipeline.stages.registry import MAX_REQUEST_STAGES
 from knowledge.services.acl import MAX_ACL_NAMES
 from retrieval_backends.base import vector_problem
 
@@ -72,6 +74,14 @@ class SearchRequestSerializer(StrictSerializer):
     bypass_acl = StrictBooleanField(required=False, default=False)
     explain = StrictBooleanField(required=False, default=False)
     source_account_id = StrictSlugField(required=False, max_length=64)
+    stages = serializers.ListField(
+        child=StageSpecField(),
+        required=False,
+        max_length=MAX_REQUEST_STAGES,
+        help_text="Replaces the configured stages for this search: names (query stages first) or "
+        '{"name": ..., "options": {...}} with bounded options.',
+    )
+    trace = StrictBooleanField(required=False, default=False, help_text="Return each stage's record.")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if not (attrs.get("query") or "").strip() and "embedding" not in attrs:
@@ -119,14 +129,37 @@ class SearchResultSerializer(serializers.Serializer):  # type: ignore[type-arg]
         help_text="Deprecated alias of `score` (the fusion is not always RRF)."
     )
     similarity = serializers.FloatField(allow_null=True, help_text="Cosine similarity (vector lane).")
+    parent_content = serializers.CharField(
+        allow_null=True, help_text="The parent chunk's text (parent_expand stage), else null."
+    )
+    excerpts = serializers.ListField(
+        child=serializers.CharField(), help_text="Quote-safe passages (compress stage): exact substrings."
+    )
+    matched_queries = serializers.ListField(
+        child=serializers.IntegerField(), help_text="Indexes of the planned queries that found this chunk."
+    )
     text_rank = serializers.FloatField(allow_null=True, help_text="Keyword-lane score.")
     explain = serializers.DictField(required=False, help_text="Per-lane ranks and scores (explain=true).")
+
+
+class StageTraceSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    name = serializers.CharField()
+    kind = serializers.CharField()
+    phase = serializers.CharField()
+    status = serializers.ChoiceField(choices=["success", "error", "skipped"])
+    queries = serializers.DictField(child=serializers.IntegerField())
+    hits = serializers.DictField(child=serializers.IntegerField())
+    duration_ms = serializers.FloatField()
+    warnings = serializers.ListField(child=serializers.CharField())
+    error = serializers.CharField(allow_null=True)
+    preview = serializers.DictField()
 
 
 class SearchResponseSerializer(serializers.Serializer):  # type: ignore[type-arg]
     results = SearchResultSerializer(many=True)
     count = serializers.IntegerField()
     warnings = serializers.ListField(child=serializers.CharField())
+    trace = StageTraceSerializer(many=True, required=False, help_text="With trace=true.")
 
 
 class DocumentSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]

@@ -30,6 +30,7 @@ from knowledge.api.serializers import (
 from knowledge.errors import NotFound
 from knowledge.models import Document
 from knowledge.pipeline.registry import configured_name
+from knowledge.pipeline.stages.registry import request_stages
 from knowledge.selectors.documents import document_get, document_list
 from knowledge.selectors.health import dependency_health
 from knowledge.selectors.scopes import (
@@ -71,6 +72,9 @@ def _render_hit(
         "rrf_score": hit.rrf_score,
         "similarity": _finite(hit.similarity),
         "text_rank": _finite(hit.text_rank),
+        "parent_content": hit.parent_content,
+        "excerpts": list(hit.excerpts),
+        "matched_queries": list(hit.matched_queries),
     }
     if explain:
         row["explain"] = {
@@ -104,11 +108,14 @@ class SearchView(APIView):
             on_behalf_of=data.get("on_behalf_of"),
             bypass_acl=data["bypass_acl"],
         )
+        pipeline = request_stages(data["stages"]) if "stages" in data else None
         result = search_chunks(
             scope=scope,
             query_text=data.get("query"),
             query_embedding=data.get("embedding"),
             limit=data["top_k"],
+            pipeline=pipeline,
+            trace=data["trace"],
         )
         ids = dict(
             Document.objects.filter(pk__in={h.document_id for h in result.hits}).values_list(
@@ -116,7 +123,10 @@ class SearchView(APIView):
             )
         )
         results = [_render_hit(h, ids, key.tenant.slug, data["explain"]) for h in result.hits]
-        return Response({"results": results, "count": len(results), "warnings": result.warnings})
+        payload: dict[str, Any] = {"results": results, "count": len(results), "warnings": result.warnings}
+        if result.trace is not None:
+            payload["trace"] = result.trace
+        return Response(payload)
 
 
 class IndexView(APIView):

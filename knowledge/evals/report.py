@@ -44,6 +44,13 @@ def text_table(results: Sequence[ConfigResult], metrics: MetricSet) -> str:
         for row in [header, *rows]
     ]
     lines.insert(1, "  ".join("-" * w for w in widths))
+    overheads = [
+        f"  {r.name}: " + ", ".join(f"{stage} {ms:.2f}" for stage, ms in r.stage_ms.items())
+        for r in results
+        if r.stage_ms
+    ]
+    if overheads:
+        lines += ["", "stage overhead (ms per query):", *overheads]
     return "\n".join(lines)
 
 
@@ -60,6 +67,7 @@ def json_report(info: RunInfo, results: Sequence[ConfigResult], per_query: bool 
                 "metrics": {name: round(value, 6) for name, value in r.metrics.items()},
                 "queries_per_second": round(r.queries_per_second, 2),
                 "warnings": r.warnings,
+                "stage_ms": {name: round(ms, 3) for name, ms in r.stage_ms.items()},
             }
             for r in results
         },

@@ -27,6 +27,7 @@ class ConfigResult:
     per_query: dict[str, dict[str, float]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     ranked: dict[str, list[str]] = field(default_factory=dict)
+    stage_ms: dict[str, float] = field(default_factory=dict)  # mean time per query spent in each stage
 
     @property
     def queries_per_second(self) -> float:
@@ -53,13 +54,24 @@ class _Context:
     scope: SearchScope
     external_ids: dict[int, str]
     limit: int
+    stage_ms: dict[str, list[float]] = field(default_factory=dict)
 
 
 def _ranked(context: _Context, text: str, config: EvalConfig, stages: Stages) -> tuple[list[str], list[str]]:
     """The documents (external ids) in the order of their best chunk, and the search's warnings."""
+    pipeline = config.stage_list()
     result = search_chunks(
-        scope=context.scope, query_text=text, limit=context.limit, lanes=config.lanes, stages=stages
+        scope=context.scope,
+        query_text=text,
+        limit=context.limit,
+        lanes=config.lanes,
+        stages=stages,
+        pipeline=pipeline,
+        trace=pipeline is not None,
     )
+    for record in result.trace or []:
+        if record["phase"] != "fanout":
+            context.stage_ms.setdefault(record["name"], []).append(record["duration_ms"])
     ranked = dedupe(context.external_ids[hit.document_id] for hit in result.hits)
     return ranked, result.warnings
 
@@ -93,4 +105,5 @@ def run_config(
     means = {
         name: sum(s[name] for s in scores.values()) / len(ids) if ids else 0.0 for name in metrics.names()
     }
-    return ConfigResult(config.name, means, len(ids), seconds, scores, list(warnings), kept)
+    stage_ms = {name: sum(times) / len(times) for name, times in context.stage_ms.items() if times}
+    return ConfigResult(config.name, means, len(ids), seconds, scores, list(warnings), kept, stage_ms)

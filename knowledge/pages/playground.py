@@ -156,7 +156,7 @@ class PlaygroundOutcome:
     warnings: list[str]
     lanes: dict[str, int]
     milliseconds: float
-    trace: list[Any] = field(default_factory=list)  # the pipeline-stages trace, once search reports one
+    trace: list[Any] = field(default_factory=list)  # each stage's record (the configured pipeline)
 
 
 def _link(url: str) -> str | None:
@@ -174,7 +174,7 @@ def playground_search(*, data: dict[str, Any]) -> PlaygroundOutcome:
         connector_ids=[c.pk for c in data["connectors"]] or None,
     )
     started = time.perf_counter()
-    result = search_chunks(scope=scope, query_text=data["q"], limit=data["top_k"])
+    result = search_chunks(scope=scope, query_text=data["q"], limit=data["top_k"], trace=True)
     milliseconds = (time.perf_counter() - started) * 1000
     ids = dict(
         Document.objects.filter(pk__in={h.document_id for h in result.hits}).values_list("pk", "external_id")
@@ -190,4 +190,4 @@ def playground_search(*, data: dict[str, Any]) -> PlaygroundOutcome:
         )
         for rank, hit in enumerate(result.hits, start=1)
     ]
-    return PlaygroundOutcome(hits, result.warnings, result.lanes, milliseconds)
+    return PlaygroundOutcome(hits, result.warnings, result.lanes, milliseconds, result.trace or [])

@@ -26,6 +26,7 @@ MAX_EXAMPLES = int(os.environ.get("API_FUZZ_EXAMPLES", "25"))
 DATA_DEPENDENT_FIELDS = {
     *("environment", "connector_id", "connector_ids", "embedding", "language", "source_url", "query"),
     "acl.users",
+    "stages",  # each stage's option bounds, and their order (query stages first)
 }
 
 schema = schemathesis.openapi.from_wsgi("/api/schema/", get_wsgi_application())

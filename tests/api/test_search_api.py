@@ -13,7 +13,7 @@ from tests.factories import ConnectorFactory, EnvironmentFactory, GroupFactory, 
 
 RESULT_FIELDS = {
     *("id", "document_id", "chunk_index", "source_account_id", "title", "content", "source_url", "page"),
-    *("score", "rrf_score", "similarity", "text_rank"),
+    *("score", "rrf_score", "similarity", "text_rank", "parent_content", "excerpts", "matched_queries"),
 }
 
 

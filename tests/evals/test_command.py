@@ -58,10 +58,10 @@ def test_table_and_json_shape(report: Any) -> None:
     output, data, _ = report
     header = "config  recall@1  recall@5  recall@10  recall@100  mrr@10  ndcg@1  ndcg@5  ndcg@10  ndcg@100"
     assert " ".join(output.split()).find(" ".join(header.split())) >= 0
-    assert list(data["configs"]) == list(CONFIGS)
+    assert list(data["configs"]) == [name for name, c in CONFIGS.items() if c.pipeline is None]
     assert data["ks"] == [1, 5, 10, 100] and data["queries"] >= 30 and data["dataset"] == "fixture"
     for row in data["configs"].values():
-        assert set(row) == {"metrics", "queries_per_second", "warnings"} and row["warnings"] == []
+        assert set(row) == {"metrics", "queries_per_second", "warnings", "stage_ms"} and row["warnings"] == []
         assert all(0.0 <= value <= 1.0 for value in row["metrics"].values())
         assert len(row["metrics"]) == 9 and row["queries_per_second"] > 0
     assert set(data["per_query"]["hybrid"]) == set(load_dataset(FIXTURE_DIR, "test").qrels)
@@ -187,3 +187,15 @@ def test_compare_refuses_another_dataset(tmp_path: Path) -> None:
 def test_bad_arguments(args: tuple[str, ...], message: str) -> None:
     with pytest.raises(CommandError, match=message):
         evals(*args)
+
+
+def test_stage_pipelines_are_configurations_with_their_overhead(tmp_path: Path) -> None:
+    custom = '{"name": "penalised", "stages": [{"name": "diversify", "options": {"source_penalty": 1.0}}]}'
+    out = evals("--configs", "hybrid", "hybrid+diversify", custom, "--json", str(tmp_path / "r.json"))
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert set(report["configs"]) == {"hybrid", "hybrid+diversify", "penalised"}
+    assert report["configs"]["hybrid"]["stage_ms"] == {}
+    assert set(report["configs"]["penalised"]["stage_ms"]) == {"diversify"}
+    assert "stage overhead (ms per query)" in out and "penalised: diversify" in out
+    with pytest.raises(CommandError, match="comes after"):
+        evals("--configs", '{"name": "bad", "stages": ["compress", "multi_query"]}')

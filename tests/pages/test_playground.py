@@ -163,3 +163,11 @@ def test_snippet_marks_terms_by_prefix_and_keeps_text_plain() -> None:
     assert cut[0] == Segment("…") and cut[-1] == Segment("…")
     assert Segment("needle", hit=True) in cut and len("".join(s.text for s in cut)) < 120
     assert snippet("no terms", "") == [Segment("no terms")]
+
+
+def test_the_stage_trace_is_shown(staff: Client, seeded: None) -> None:
+    response = search(staff, q="vacation days", identity=user_id("erin@example.com"))
+    trace = response.context["outcome"].trace
+    assert [t["name"] for t in trace] == ["retrieval", "parent_expand", "reranker", "compressor"]
+    html = response.content.decode()
+    assert "Stage trace (4 stages)" in html and "parent_expand" in html

@@ -130,6 +130,8 @@ class Command(BaseCommand):
             return metrics, configs, load_dataset(FIXTURE_DIR, options["split"], "fixture")
         except (FileNotFoundError, ValueError) as exc:
             raise CommandError(str(exc)) from None
+        except KnowledgeError as exc:  # a JSON configuration's stages
+            raise CommandError(exc.message) from None
 
     def _ingest(self, root: Path, tenant: str, force: bool) -> Connector:
         with tqdm(total=beir.corpus_size(root), unit="doc", desc=f"corpus → {tenant}", disable=None) as bar:

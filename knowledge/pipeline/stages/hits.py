@@ -3,7 +3,6 @@ and the configured reranker and compressor as stages."""
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import replace
@@ -131,22 +130,17 @@ class Diversify(HitStage):
         scores = np.array([h.score for h in hits], dtype=float)
         spread = scores.max() - scores.min()
         relevance = (scores - scores.min()) / spread if spread > 0 else np.ones_like(scores)
+        similar = vectors @ vectors.T if vectors is not None else np.zeros((len(hits), len(hits)))
+        documents = np.array([h.document_id for h in hits])
+        closest, repeats = np.zeros(len(hits)), np.zeros(len(hits))
         picked: list[int] = []
-        while len(picked) < min(limit, len(hits)):
-            best, best_value = -1, -math.inf
-            for i in range(len(hits)):
-                if i in picked:
-                    continue
-                similar = (
-                    max((float(vectors[i] @ vectors[j]) for j in picked), default=0.0)
-                    if vectors is not None
-                    else 0.0
-                )
-                repeats = sum(hits[j].document_id == hits[i].document_id for j in picked)
-                value = lam * relevance[i] - (1 - lam) * similar - penalty * repeats
-                if value > best_value:
-                    best, best_value = i, value
+        for _ in range(min(limit, len(hits))):
+            value = lam * relevance - (1 - lam) * closest - penalty * repeats
+            value[picked] = -np.inf
+            best = int(np.argmax(value))  # ties: the earlier (better-ranked) hit
             picked.append(best)
+            closest = np.maximum(closest, similar[best])
+            repeats += documents == documents[best]
         return [hits[i] for i in picked]
 
 
