@@ -8,8 +8,11 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
-from knowledge.models import ApiKey, Connector, Environment, Principal, Tenant
+from knowledge.models import ApiKey, Connector, Document, Environment, Principal, Tenant
+from knowledge.services.connector_sync import connector_sync
 from knowledge.services.documents import document_upsert
+
+HANDBOOK = Path(__file__).resolve().parents[2] / "demo_data" / "handbook"
 
 DOCS: dict[str, list[dict[str, Any]]] = {
     "primary": [
@@ -98,7 +101,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         for slug, docs in DOCS.items():
             with transaction.atomic():
-                count = self._seed_tenant(slug, docs)
+                self._seed_tenant(slug, docs)
+            count = Document.objects.filter(tenant__slug=slug).count()
             self.stdout.write(f"tenant {slug}: {count} documents")
         if options["api_key_file"]:
             self.stdout.write(f"demo API key (tenant primary): {demo_api_key(Path(options['api_key_file']))}")
@@ -110,11 +114,6 @@ class Command(BaseCommand):
             for s in ("production", "staging")
         }
         connector, _ = Connector.objects.get_or_create(tenant=tenant, name="api", defaults={"kind": "api"})
-        Connector.objects.get_or_create(
-            tenant=tenant,
-            name="handbook-folder",
-            defaults={"kind": "filesystem", "config": {"path": "/srv/handbook"}, "enabled": False},
-        )
         principals: dict[str, Principal] = {}
         for group_name, members in PEOPLE[slug].items():
             group, _ = Principal.objects.get_or_create(
@@ -135,4 +134,23 @@ class Command(BaseCommand):
                 environment=envs.get(doc.get("env", "")),
                 principals=[principals[p] for p in doc.get("groups", []) + doc.get("users", [])],
             )
+        if slug == Tenant.DEFAULT_SLUG:
+            self._seed_folder(tenant)
         return len(docs)
+
+    def _seed_folder(self, tenant: Tenant) -> None:
+        """A filesystem connector over the demo handbook (public by default; `security/` has an ACL
+        file for the engineering group), synced once now and hourly by the worker."""
+        path = str(HANDBOOK)
+        connector, created = Connector.objects.get_or_create(
+            tenant=tenant,
+            name="handbook-folder",
+            defaults={"kind": "filesystem", "config": {"path": path}, "default_is_public": True},
+        )
+        if not created and connector.config == {"path": "/srv/handbook"}:  # the old demo's placeholder
+            Connector.objects.filter(pk=connector.pk).update(
+                config={"path": path}, enabled=True, default_is_public=True
+            )
+            connector.refresh_from_db()
+        if connector.enabled and connector.config.get("path") == path:
+            connector_sync(connector=connector)
