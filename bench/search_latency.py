@@ -24,7 +24,8 @@ VOCAB_SIZE, ZIPF_S, STOPWORD_RANKS = 20_000, 1.1, 100
 # embeddings have a low intrinsic dimension, so vectors are a LATENT_DIMS-d Gaussian projected to 384-d
 # plus a little isotropic noise, and a document's chunks scatter around the document's latent point.
 LATENT_DIMS, CHUNK_SPREAD, NOISE = 12, 0.5, 0.15
-CORPUS_VERSION = 2  # part of the tenant slug that marks a complete corpus; bump when generation changes
+CORPUS_VERSION = 3  # part of the tenant slug that marks a complete corpus; bump when generation changes
+# Each level is a real group principal: documents grant it, so the index sync pushes the same ACL.
 VISIBILITY = {"100%": "v100", "10%": "v10", "1%": "v1"}
 SECONDARY_INDEXES = ("knowledge_chunk", "knowledge_chunkembedding")
 
@@ -38,6 +39,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--json", type=Path, default=None, help="also write the figures to this file")
     parser.add_argument("--database", default="knowledge_bench")
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument(
+        "--backend",
+        choices=["postgres", "opensearch"],
+        default="postgres",
+        help="the retrieval backend measured (opensearch: the corpus is pushed to the local node first)",
+    )
     parser.add_argument(
         "--long-queries",
         action="store_true",
@@ -73,6 +80,7 @@ class Synthesiser:
     """Seeded source of chunk texts (Zipf words) and vectors (a projected latent point plus noise)."""
 
     rng: random.Random
+    tokens: dict[str, str] = field(default_factory=dict)  # visibility group -> ACL token
     vocabulary: list[str] = field(init=False)
     cumulative: list[float] = field(init=False)
     projection: list[tuple[float, ...]] = field(init=False)
@@ -100,13 +108,21 @@ def vector_text(values: Sequence[float]) -> str:
     return "[" + ",".join(f"{v:.6f}" for v in values) + "]"
 
 
-def document_acl(rng: random.Random) -> list[str]:
-    tokens = ["v100"]
+def document_groups(rng: random.Random) -> list[str]:
+    groups = ["v100"]
     if rng.random() < 0.10:
-        tokens.append("v10")
+        groups.append("v10")
     if rng.random() < 0.01:
-        tokens.append("v1")
-    return tokens
+        groups.append("v1")
+    return groups
+
+
+def group_tokens(tenant_id: int) -> dict[str, str]:
+    """The ACL token of each visibility group (`g:<principal id>`)."""
+    from knowledge.models import Principal
+
+    rows = Principal.objects.filter(tenant_id=tenant_id, external_id__in=VISIBILITY.values())
+    return {p.external_id: f"g:{p.pk}" for p in rows}
 
 
 def corpus_ready(slug: str, chunks: int) -> bool:
@@ -122,7 +138,7 @@ def build_corpus(chunks: int, seed: int) -> tuple[int, float]:
     """Reuse the `bench-<chunks>` tenant when complete, else rebuild; returns (tenant id, load seconds)."""
     from django.db import connection, transaction
 
-    from knowledge.models import Connector, Tenant
+    from knowledge.models import Connector, Principal, Tenant
 
     slug = f"bench-{chunks}-s{seed}-v{CORPUS_VERSION}"
     if corpus_ready(slug, chunks):
@@ -134,6 +150,9 @@ def build_corpus(chunks: int, seed: int) -> tuple[int, float]:
         Tenant.objects.create(slug=Tenant.DEFAULT_SLUG, name="Primary")
         tenant = Tenant.objects.create(slug=slug, name=f"Benchmark {chunks}")
         connector = Connector.objects.create(tenant=tenant, name="bench", kind="api", config={})
+        Principal.objects.bulk_create(
+            Principal(tenant=tenant, kind=Principal.Kind.GROUP, external_id=g) for g in VISIBILITY.values()
+        )
         index_defs = drop_secondary_indexes(cursor)
         copy_corpus(cursor.cursor, tenant.pk, connector.pk, chunks, random.Random(seed))
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # CREATE INDEX refuses pending FK checks
@@ -162,7 +181,7 @@ def drop_secondary_indexes(cursor: Any) -> list[str]:
 def copy_corpus(cursor: Any, tenant_id: int, connector_id: int, chunks: int, rng: random.Random) -> None:
     from tqdm import tqdm
 
-    synth = Synthesiser(rng)
+    synth = Synthesiser(rng, group_tokens(tenant_id))
     cursor.execute(
         "CREATE TEMP TABLE bench_chunk (id bigint, document_id bigint, chunk_index int, content text, "
         "acl varchar[]) ON COMMIT DROP"
@@ -189,8 +208,11 @@ def copy_documents(
     """COPY one batch of documents with their chunks (to the staging table) and embeddings."""
     tenant_id, connector_id = owner
     doc_rows, chunk_rows, vector_rows = [], [], []
+    grant_rows: list[tuple[int, int]] = []
     for doc_id in documents:
-        acl, latent = document_acl(synth.rng), synth.latent()
+        groups, latent = document_groups(synth.rng), synth.latent()
+        acl = [synth.tokens[g] for g in groups]
+        grant_rows.extend((doc_id, int(synth.tokens[g][2:])) for g in groups)
         external = f"doc-{doc_id}"
         digest = hashlib.sha256(external.encode()).hexdigest()
         doc_rows.append((doc_id, external, f"Document {doc_id}", f"https://bench.example/{doc_id}", digest))
@@ -203,9 +225,15 @@ def copy_documents(
     copy_rows(
         cursor,
         "knowledge_document (id, external_id, title, source_url, content_hash, content, metadata, language, "
-        "is_public, created_at, updated_at, tenant_id, connector_id) FROM STDIN",
-        [(*r, "", "{}", "english", False, "now", "now", tenant_id, connector_id) for r in doc_rows],
+        "is_public, source_is_public, acl_origin, acl_override_by, deletion_origin, created_at, updated_at, "
+        "tenant_id, connector_id) FROM STDIN",
+        [
+            (*r, "", "{}", "english", False, False, "request", "", "", "now", "now", tenant_id, connector_id)
+            for r in doc_rows
+        ],
     )
+    for table in ("knowledge_document_allowed_principals", "knowledge_document_source_principals"):
+        copy_rows(cursor, f"{table} (document_id, principal_id) FROM STDIN", grant_rows)
     copy_rows(cursor, "bench_chunk (id, document_id, chunk_index, content, acl) FROM STDIN", chunk_rows)
     copy_rows(
         cursor,
@@ -315,7 +343,8 @@ def raw_bm25(tenant_id: int, text: str) -> list[int]:
     return sql_ids(BM25_SQL.replace("{where}", "TRUE"), args)
 
 
-def exact_ids(tenant_id: int, token: str, vector: list[float]) -> list[int]:
+def exact_ids(tenant_id: int, group: str, vector: list[float]) -> list[int]:
+    token = group_tokens(tenant_id)[group]
     return sql_ids(EXACT_VECTOR, [DIM, tenant_id, [token], vector_text(vector), LIMIT])
 
 
@@ -324,10 +353,28 @@ def recall(found: Sequence[int], truth: Sequence[int]) -> float:
 
 
 # --- measurements ----------------------------------------------------------------------------------------
-def scope_for(tenant_id: int, token: str) -> Any:
+def scope_for(tenant_id: int, group: str) -> Any:
     from retrieval_backends.types import SearchScope
 
-    return SearchScope(tenant_id=tenant_id, principal_tokens=frozenset({token}))
+    return SearchScope(tenant_id=tenant_id, principal_tokens=frozenset({group_tokens(tenant_id)[group]}))
+
+
+def opensearch_paths(scope: Any) -> dict[str, Callable[[Any], Any]]:
+    from bench import opensearch_paths as raw
+    from knowledge.selectors.search import search_chunks
+    from retrieval_backends.registry import get_backend
+
+    backend = get_backend()
+    return {
+        "vector_lane": lambda q: backend.vector_search(scope, q[0], DIM, LIMIT, model=MODEL),
+        "keyword_lane": lambda q: backend.keyword_search(scope, q[1], ["english"], LIMIT),
+        "hybrid": lambda q: search_chunks(scope=scope, query_text=q[1], query_embedding=q[0], limit=LIMIT),
+        "hybrid_same_depth": lambda q: search_chunks(
+            scope=scope, query_text=q[1], query_embedding=q[0], limit=LIMIT, candidates=LIMIT
+        ),
+        "raw_vector": lambda q: raw.raw_vector(q[0], LIMIT, DIM),
+        "raw_keyword": lambda q: raw.raw_keyword(q[1], LIMIT),
+    }
 
 
 def latency_paths(tenant_id: int, long_queries: bool) -> dict[str, Callable[[Any], Any]]:
@@ -336,6 +383,8 @@ def latency_paths(tenant_id: int, long_queries: bool) -> dict[str, Callable[[Any
     from retrieval_backends.registry import get_backend
 
     backend, scope = get_backend(), scope_for(tenant_id, "v100")
+    if backend.name == "opensearch":
+        return opensearch_paths(scope)
     paths: dict[str, Callable[[Any], Any]] = {
         "vector_lane": lambda q: backend.vector_search(scope, q[0], DIM, LIMIT, model=MODEL),
         "keyword_lane": lambda q: backend.keyword_search(scope, q[1], ["english"], LIMIT),
@@ -374,14 +423,18 @@ def measure_visibility(
     tenant_id: int, queries: list[tuple[list[float], str]], warmup: int, level: str
 ) -> dict[str, Any]:
     """Filtered lane vs unfiltered HNSW (interleaved), each scored against exact search."""
+    from bench.opensearch_paths import raw_vector
     from retrieval_backends.registry import get_backend
 
     backend, scope, token = get_backend(), scope_for(tenant_id, VISIBILITY[level]), VISIBILITY[level]
+    unfiltered: Callable[[Any], Any] = lambda q: sql_ids(RAW_VECTOR, [vector_text(q[0])])  # noqa: E731
+    if backend.name == "opensearch":
+        unfiltered = lambda q: raw_vector(q[0], LIMIT, DIM)  # noqa: E731
     runs = run_interleaved(
         queries,
         warmup,
         {
-            "unfiltered": lambda q: sql_ids(RAW_VECTOR, [vector_text(q[0])]),
+            "unfiltered": unfiltered,
             "filtered": lambda q: [
                 h.chunk_id for h in backend.vector_search(scope, q[0], DIM, LIMIT, model=MODEL)
             ],
@@ -410,7 +463,12 @@ def report_lines(figures: dict[str, Any]) -> Iterator[str]:
     lat = figures["latency"]
     kind = "long (10-25 words)" if figures.get("long_queries") else "short (3-8 words)"
     yield f"corpus: {figures['chunks']} chunks, {figures['queries']} {kind} queries, limit {LIMIT}"
-    yield f"corpus load: {figures['load_seconds']:.1f} s (0 = reused)"
+    backend = figures.get("backend", "postgres")
+    yield f"backend: {backend}; corpus load: {figures['load_seconds']:.1f} s (0 = reused)"
+    if figures.get("pushed"):
+        p = figures["pushed"]
+        rate = p["chunks_per_second"]
+        yield f"pushed to OpenSearch: {p['documents']} documents in {p['seconds']} s = {rate} chunks/s"
     yield f"exact_scan_max_rows: {figures['exact_scan_max_rows']}"
     yield f"{'path':<34}{'p50 ms':>10}{'p95 ms':>10}"
     for name in (
@@ -444,14 +502,26 @@ def report_lines(figures: dict[str, Any]) -> Iterator[str]:
 
 def main() -> None:
     args = parse_args()
+    if args.backend == "opensearch":
+        import os
+
+        os.environ.update(
+            KNOWLEDGE_RETRIEVAL_BACKEND="opensearch", OPENSEARCH_INDEX_PREFIX=f"bench-{args.chunks}"
+        )
     setup_django(args.database)
     tenant_id, load_seconds = build_corpus(args.chunks, args.seed)
+    pushed = None
+    if args.backend == "opensearch":
+        from bench.opensearch_paths import push_corpus
+
+        pushed = push_corpus()
     from django.conf import settings
 
     queries = make_queries(args.queries + args.warmup, args.seed, args.long_queries)
     warm, measured = args.warmup, queries[args.warmup :]
     figures: dict[str, Any] = {"chunks": args.chunks, "queries": args.queries, "load_seconds": load_seconds}
     figures["long_queries"] = args.long_queries
+    figures["backend"], figures["pushed"] = args.backend, pushed
     figures["exact_scan_max_rows"] = settings.RETRIEVAL_BACKENDS["postgres"]["OPTIONS"]["exact_scan_max_rows"]
     figures["latency"] = measure_latency(tenant_id, queries[:warm] + measured, warm, args.long_queries)
     figures["visibility"] = {

@@ -37,6 +37,8 @@ cat <<MSG
   Knowledge base is up (set-up took $(( $(date +%s) - START )) s).
     Admin:          http://$HOST:$PORT/admin/
     $LOGIN
+    Playground:     http://$HOST:$PORT/playground/   (search as any user, see who can see a hit)
+    Eval reports:   http://$HOST:$PORT/evals/
     API docs:       http://$HOST:$PORT/api/docs/   (schema: /api/schema/, health: /api/v1/health)
     Demo API key:   $KEY
     Try it:         curl -s -X POST http://$HOST:$PORT/api/v1/search -H "Authorization: Bearer $KEY" \\

@@ -25,6 +25,9 @@ class ClientOptions:
     ca_certs: str | None = None
     verify_certs: bool = True
     timeout_ms: int = 10000
+    # Connections kept open to the node: the lanes, planned queries and server threads search at
+    # once; urllib3's default of one discards a connection per concurrent search.
+    pool_maxsize: int = 32
 
 
 def build_client(options: ClientOptions) -> OpenSearch:
@@ -36,6 +39,7 @@ def build_client(options: ClientOptions) -> OpenSearch:
         "retry_on_timeout": False,
         "retry_on_status": (502, 503, 504),
         "http_compress": True,
+        "pool_maxsize": options.pool_maxsize,
     }
     if options.username:
         kwargs["http_auth"] = (options.username, options.password)

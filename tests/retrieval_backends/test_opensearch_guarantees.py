@@ -171,3 +171,30 @@ def test_a_rebuild_swaps_in_a_new_generation_while_searches_keep_working(
     aliases = {row["alias"]: row["index"] for row in backend.client.cat.aliases(format="json")}
     assert aliases[backend.names.chunks].endswith("-g2")
     assert len(texts(public(connector.tenant_id))) == 6  # the document written during the rebuild is there
+
+
+@pytest.mark.django_db(transaction=True)  # the searching threads have connections of their own
+def test_concurrent_searches_share_pooled_connections(
+    opensearch_backend: OpenSearchRetrievalBackend, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Hybrid lanes and server threads search at once: none of them may throw its connection away."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connection
+
+    connector = ConnectorFactory.create()
+    for n in range(5):
+        document_upsert(connector=connector, external_id=f"d{n}", content=f"{QUERY} {n}", is_public=True)
+    settle(opensearch_backend)
+    scope = public(connector.tenant_id)
+    with caplog.at_level("WARNING", logger="urllib3.connectionpool"), ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda _: searched_then_closed(scope, connection), range(40)))
+    assert all(len(found) == 5 for found in results)
+    assert not [r for r in caplog.records if "pool is full" in r.getMessage()]
+
+
+def searched_then_closed(scope: SearchScope, connection) -> list[tuple[int, str]]:  # type: ignore[no-untyped-def]
+    try:
+        return texts(scope)
+    finally:
+        connection.close()  # the thread's own connection (`connection` is thread-local)
