@@ -98,6 +98,7 @@ class LaneHit:
     tenant_id: int | None = None
     parent_index: int | None = PARENT_UNKNOWN
     page: int | None = PAGE_UNKNOWN  # the chunk's page, once hydration or verification read it
+    document_external_id: str | None = None  # the document's own id, once hydration or verification read it
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,13 +17,13 @@ from knowledge.pipeline.fusers.base import FusedHit
 from retrieval_backends.types import PAGE_UNKNOWN
 
 HYDRATE_SQL = (
-    "SELECT c.id, c.content, d.title, d.source_url, c.page FROM knowledge_chunk c "
+    "SELECT c.id, c.content, d.title, d.source_url, c.page, d.external_id FROM knowledge_chunk c "
     "JOIN knowledge_document d ON d.id = c.document_id WHERE c.id = ANY(%s)"
 )
 
 
 def hydrate_hits(fused: list[FusedHit]) -> list[FusedHit]:
-    """The hits with content, title and source URL, in order; hits whose chunk is gone are dropped."""
+    """The hits with their text and citation fields, in order; hits whose chunk is gone are dropped."""
     missing = [f.chunk_id for f in fused if f.hit.content is None or f.hit.page == PAGE_UNKNOWN]
     if not missing:
         return fused
@@ -35,7 +35,8 @@ def hydrate_hits(fused: list[FusedHit]) -> list[FusedHit]:
         if f.hit.content is None or f.hit.page == PAGE_UNKNOWN:
             if f.chunk_id not in rows:
                 continue
-            content, title, url, page = rows[f.chunk_id]
-            f = replace(f, hit=replace(f.hit, content=content, title=title, source_url=url, page=page))
+            content, title, url, page, external_id = rows[f.chunk_id]
+            hit = replace(f.hit, content=content, title=title, source_url=url, page=page)
+            f = replace(f, hit=replace(hit, document_external_id=external_id))
         hydrated.append(f)
     return hydrated

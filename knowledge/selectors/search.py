@@ -69,6 +69,7 @@ class SearchHit:
     parent_content: str | None = None
     excerpts: tuple[str, ...] = ()
     matched_queries: tuple[int, ...] = ()
+    document_external_id: str | None = None  # None: not read with the hit (ask the documents)
 
 
 @dataclass
@@ -135,6 +136,7 @@ def _to_search_hit(hit: StageHit) -> SearchHit:
         parent_content=hit.parent_content,
         excerpts=hit.excerpts,
         matched_queries=hit.matched_queries,
+        document_external_id=lane.document_external_id,
     )
 
 

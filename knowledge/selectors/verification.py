@@ -68,6 +68,7 @@ def _canonical(hits: Sequence[LaneHit], chunks: Mapping[int, Chunk]) -> list[Lan
                 tenant_id=chunk.document.tenant_id,
                 parent_index=chunk.parent_index,
                 page=chunk.page,
+                document_external_id=chunk.document.external_id,
             )
         )
     return verified

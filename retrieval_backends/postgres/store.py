@@ -163,7 +163,7 @@ class CanonicalStore:
             return list(cursor.fetchall())
 
     def get_embedding_models(self, tenant_id: int) -> list[tuple[int, str]]:
-        return embedding_models(tenant_id)
+        return list(self.lookups.get(("models", tenant_id), lambda: embedding_models(tenant_id)))
 
     def get_populated_embedding_dimensions(
         self, tenant_id: int, connector_ids: Sequence[int] | None
@@ -172,7 +172,10 @@ class CanonicalStore:
         return distinct_values(EMBEDDING, "dimensions", where, tenant_id, params)
 
     def has_embedding_model(self, tenant_id: int, model: str) -> bool:
-        return ChunkEmbedding.objects.filter(tenant_id=tenant_id, model=model).exists()
+        return self.lookups.get(
+            ("has-model", tenant_id, model),
+            ChunkEmbedding.objects.filter(tenant_id=tenant_id, model=model).exists,
+        )
 
     # --- languages ----------------------------------------------------------------------------------
     def supported_languages(self) -> set[str]:

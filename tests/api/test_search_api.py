@@ -210,3 +210,15 @@ def test_malformed_bodies_are_400(api: APIClient, corpus: None, raw: str, field:
 def test_other_media_types_are_415(api: APIClient) -> None:
     response = api.post("/api/v1/search", data="query=x", content_type="application/x-www-form-urlencoded")
     assert_error(response, 415)
+
+
+def test_a_search_request_costs_the_key_look_up_plus_the_search(
+    admin_api: APIClient, corpus: None, django_assert_max_num_queries: Any
+) -> None:
+    """Document ids come with the hydrated hits: the view adds no statement of its own."""
+    body = {"query": "ferry timetable", "on_behalf_of": "erin@example.com"}
+    post(admin_api, "search", body)  # fills the look-up cache
+    # The key; the identity (a principal and its groups); one statement per lane; the hydration.
+    with django_assert_max_num_queries(5):
+        response = post(admin_api, "search", body)
+    assert found(response) == ["eng", "erin", "public"]
