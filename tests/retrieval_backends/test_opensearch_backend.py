@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import socket
+from collections.abc import Iterator
+
 import pytest
 from opensearchpy import OpenSearch
 
 from retrieval_backends.opensearch import OpenSearchRetrievalBackend
 from tests.contract.backend_contract import BackendContractTests
-from tests.opensearch import URL, opensearch_backend, settle
+from tests.opensearch import opensearch_backend, settle
 
 __all__ = ["opensearch_backend"]  # the fixture
 
@@ -24,11 +27,19 @@ class TestOpenSearchBackend(BackendContractTests):
         return opensearch_backend
 
     @pytest.fixture
-    def timeout_error(self, opensearch_backend: OpenSearchRetrievalBackend) -> BaseException:
-        """A real client timeout against the real node (a 1 ms request timeout)."""
-        client = OpenSearch([URL], timeout=0.001, max_retries=0)
-        try:
-            client.search(index="_all", body={"query": {"match_all": {}}})
-        except Exception as exc:
-            return exc
-        raise AssertionError("a 1 ms request did not time out")
+    def timeout_error(self) -> Iterator[BaseException]:
+        """The real client's timeout, raised deterministically.
+
+        A 1 ms timeout against the node is not reliable (a fast node answers in time), so the client
+        talks to a socket that accepts the connection and never answers: the same read timeout a
+        stalled node gives.
+        """
+        with socket.create_server(("127.0.0.1", 0)) as silent:
+            port = silent.getsockname()[1]
+            client = OpenSearch([f"http://127.0.0.1:{port}"], timeout=0.2, max_retries=0)
+            try:
+                client.search(index="_all", body={"query": {"match_all": {}}})
+            except Exception as exc:
+                yield exc
+                return
+        raise AssertionError("a request to a silent node did not time out")
