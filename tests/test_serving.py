@@ -30,6 +30,16 @@ def test_threaded_workers_sized_from_the_cpus(monkeypatch: pytest.MonkeyPatch) -
     assert runpy.run_path(str(CONFIG))["workers"] == 5
 
 
+def test_workers_embed_queries_on_one_thread_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KNOWLEDGE_LOCAL_EMBEDDER_THREADS", "")  # restored (or removed) afterwards
+    monkeypatch.delenv("KNOWLEDGE_LOCAL_EMBEDDER_THREADS")
+    runpy.run_path(str(CONFIG))
+    assert os.environ["KNOWLEDGE_LOCAL_EMBEDDER_THREADS"] == "1"
+    monkeypatch.setenv("KNOWLEDGE_LOCAL_EMBEDDER_THREADS", "3")
+    runpy.run_path(str(CONFIG))
+    assert os.environ["KNOWLEDGE_LOCAL_EMBEDDER_THREADS"] == "3"
+
+
 def test_run_script_uses_gunicorn_and_keeps_runserver_for_development() -> None:
     script = (ROOT / "scripts" / "run.sh").read_text()
     assert "exec .venv/bin/gunicorn --config config/gunicorn.conf.py" in script

@@ -96,3 +96,9 @@ def test_one_session_shared_by_threads(embedder: LocalMiniLMEmbedder) -> None:
         thread.join()
     assert all(results[n] == wanted for n in range(4))
     assert get_runtime() is get_runtime()
+
+
+def test_idle_pool_threads_do_not_spin() -> None:
+    """Spinning threads would take the CPU from the PostgreSQL backend serving the same search."""
+    options = get_runtime().session.get_session_options()
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
