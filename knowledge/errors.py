@@ -28,3 +28,9 @@ class PermissionDenied(KnowledgeError):
 
 class PayloadTooLarge(KnowledgeError):
     status_code = 413
+
+
+class ServiceUnavailable(KnowledgeError):
+    """A service the request needs (an embedding API, say) failed; retrying later may succeed."""
+
+    status_code = 503

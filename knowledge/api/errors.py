@@ -16,6 +16,7 @@ from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler
 
 from knowledge.errors import KnowledgeError
+from knowledge.pipeline.embedders.base import EmbedderError
 from retrieval_backends.base import BackendUnavailable
 
 logger = logging.getLogger(__name__)
@@ -29,7 +30,18 @@ class PayloadTooLarge(exceptions.APIException):
 
 RETRY_AFTER_SECONDS = 5
 UNAVAILABLE_MESSAGE = "A service the API depends on is unavailable; retry in a few seconds."
-KNOWLEDGE_CODES = {400: "invalid_input", 403: "forbidden", 404: "not_found", 413: "payload_too_large"}
+EMBEDDER_DOWN_MESSAGE = "The embedding service is unavailable; retry in a few seconds."
+EMBEDDER_REJECTED_MESSAGE = (
+    "The embedding service rejected the request; an administrator must check the embedder's "
+    "configuration (the server log has the details)."
+)
+KNOWLEDGE_CODES = {
+    400: "invalid_input",
+    403: "forbidden",
+    404: "not_found",
+    413: "payload_too_large",
+    503: "service_unavailable",
+}
 
 
 def _body(code: str, message: str, fields: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -81,14 +93,31 @@ def unavailable_response() -> Response:
     )
 
 
+def _embedder_failed(exc: EmbedderError) -> Response:
+    """The embedding API failed: 503 when a retry may help, else 502; its URL and reply stay in the log."""
+    logger.warning("API request failed in the embedder: %s", exc)
+    if exc.permanent:
+        return Response(_body("bad_gateway", EMBEDDER_REJECTED_MESSAGE), status=status.HTTP_502_BAD_GATEWAY)
+    return Response(
+        _body("service_unavailable", EMBEDDER_DOWN_MESSAGE),
+        status=status.HTTP_503_SERVICE_UNAVAILABLE,
+        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+    )
+
+
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     if is_outage(exc):
         logger.warning("API request failed on an unavailable dependency: %s", exc, exc_info=exc)
         return unavailable_response()
+    if isinstance(exc, EmbedderError):
+        return _embedder_failed(exc)
     if isinstance(exc, KnowledgeError):
         fields = {exc.field: [exc.message]} if exc.field else None
+        headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if exc.status_code == 503 else None
         return Response(
-            _body(KNOWLEDGE_CODES.get(exc.status_code, "error"), exc.message, fields), status=exc.status_code
+            _body(KNOWLEDGE_CODES.get(exc.status_code, "error"), exc.message, fields),
+            status=exc.status_code,
+            headers=headers,
         )
     if isinstance(exc, RequestDataTooBig):
         exc = PayloadTooLarge()

@@ -1,27 +1,32 @@
 """The base retrieval of one query: vector and keyword lanes run concurrently, each under its own
-timeout; an external index's hits are verified against PostgreSQL (and re-asked when verification
-thinned them out); the lanes are then fused."""
+timeout (the query is embedded in the vector lane, while the keyword lane runs); an external index's
+hits are verified against PostgreSQL (and re-asked when verification thinned them out); the lanes are
+then fused."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from django.db import connection
 
-from knowledge.errors import InvalidInput
+from knowledge.errors import InvalidInput, ServiceUnavailable
 from knowledge.pipeline.active import active_embedder
-from knowledge.pipeline.embedders.base import CLIENT_MODEL
+from knowledge.pipeline.embedders.base import CLIENT_MODEL, EmbedderError
 from knowledge.pipeline.fusers.base import FusedHit, Fuser
 from knowledge.selectors.verification import verify_lanes
 from retrieval_backends.base import KnowledgeRetrievalBackend
 from retrieval_backends.types import LaneHit, SearchScope
 
+logger = logging.getLogger(__name__)
+
 LANES = ("vector", "keyword")
+EMBEDDER_FAILED = "the embedding service failed; the server log has the details"
 LANE_THREADS = 4
 VERIFY_REFILLS = 2  # re-asks of a lane whose hits verification thinned out (4x, then 16x the depth)
 _executor = ThreadPoolExecutor(max_workers=LANE_THREADS, thread_name_prefix="search-lane")
@@ -35,11 +40,39 @@ class Retrieved:
     lanes: dict[str, int]
 
 
-@dataclass(frozen=True)
+@dataclass
 class VectorQuery:
-    vector: list[float]
+    """A query vector: given, or embedded on first use (once; a failure is remembered too)."""
+
     dimensions: int
     model: str | None
+    given: list[float] | None = None
+    embed: Callable[[], list[float]] | None = None
+    error: EmbedderError | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    @property
+    def vector(self) -> list[float]:
+        """The vector; raises EmbedderError when the query could not be embedded."""
+        with self._lock:
+            if self.given is None and self.error is None:
+                assert self.embed is not None
+                try:
+                    self.given = self.embed()
+                except EmbedderError as exc:
+                    self.error = exc
+            if self.error is not None:
+                raise self.error
+            assert self.given is not None
+            return self.given
+
+    @property
+    def embedded(self) -> list[float] | None:
+        """The vector, or None when embedding failed (the lane has said so in a warning)."""
+        try:
+            return self.vector
+        except EmbedderError:
+            return None
 
 
 def vector_query(
@@ -60,7 +93,8 @@ def vector_query(
         )
         return None
     assert query_text is not None
-    return VectorQuery(embedder.embed(query_text), embedder.dimension, embedder.name)
+    text = query_text
+    return VectorQuery(embedder.dimension, embedder.name, embed=lambda: embedder.embed(text))
 
 
 def _caller_vector(
@@ -82,7 +116,7 @@ def _caller_vector(
     model = preferred[0] if preferred else models[0]
     if not preferred and len(models) > 1:
         warnings.append(f"several models have {len(vector)}-dimensional vectors; searched those of {model!r}")
-    return VectorQuery(vector, len(vector), model)
+    return VectorQuery(len(vector), model, given=vector)
 
 
 _lane_thread = threading.local()
@@ -132,13 +166,21 @@ def _run_lanes(
         except Exception as exc:  # classified below, like the pool's
             outcomes[name] = exc
     outcomes |= {name: (f.exception() or f.result()) for name, f in futures.items()}
+    unembedded: list[EmbedderError] = []
     for name, outcome in outcomes.items():
-        if isinstance(outcome, BaseException):
+        if isinstance(outcome, EmbedderError):
+            logger.warning("%s lane left out: the query could not be embedded: %s", name, outcome)
+            warnings.append(f"{name} lane left out: the query could not be embedded ({EMBEDDER_FAILED})")
+            unembedded.append(outcome)
+        elif isinstance(outcome, BaseException):
             if backend.is_search_timeout(outcome):
                 warnings.append(f"{name} lane timed out and was left out of the results")
                 continue
             raise outcome
-        results[name] = outcome
+        else:
+            results[name] = outcome
+    if unembedded and not results:
+        raise ServiceUnavailable(f"the query could not be embedded ({EMBEDDER_FAILED})") from unembedded[0]
     return results
 
 

@@ -20,6 +20,7 @@ from django.db import connection
 from knowledge.errors import InvalidInput
 from knowledge.pipeline.active import active_embedder
 from knowledge.pipeline.compressors.base import Compressor
+from knowledge.pipeline.embedders.base import Embedder, EmbedderError
 from knowledge.pipeline.fusers.base import Fuser
 from knowledge.pipeline.llm import TokenBudget
 from knowledge.pipeline.registry import get_fuser
@@ -229,10 +230,9 @@ class _Run:
             )
             pool = _hydrated(merged[:pool_size])
         self._trace_fanout(planned, pool, started)
-        first = vectors[0]
-        self.context.query = Query(
-            self.text, tuple(first.vector) if first else None, first.model if first else None
-        )
+        first = vectors[0].embedded if vectors[0] else None
+        model = vectors[0].model if first is not None and vectors[0] else None
+        self.context.query = Query(self.text, tuple(first) if first is not None else None, model)
         return pool
 
     def _retrieve(self, query: PlannedQuery, vq: VectorQuery | None) -> Retrieved:
@@ -260,18 +260,18 @@ class _Run:
 
     def _vectors(self, planned: list[PlannedQuery]) -> list[VectorQuery | None]:
         """The query vector of each planned query: the caller's for the question itself, else the
-        active embedder's (embedded in one batch)."""
+        active embedder's; one query is embedded in its vector lane, several in one batch here."""
         if "vector" not in self.lane_names:
             return [None] * len(planned)
         first = vector_query(self.backend, self.scope, self.text, self.embedding, self.context.warnings)
         if first is None or len(planned) == 1:
             return [first] + [None] * (len(planned) - 1)
         embedder = active_embedder()
-        others: list[VectorQuery | None] = [
-            VectorQuery(list(v), embedder.dimension, embedder.name)
-            for v in embedder.embed_batch([q.text for q in planned[1:]])
-        ]
-        return [first, *others]
+        pending = planned if first.given is None else planned[1:]
+        batch = _embedded_batch(embedder, [q.text for q in pending])
+        if first.given is None:
+            first, *batch = batch
+        return [first, *batch]
 
     def _trace_fanout(self, planned: list[PlannedQuery], pool: list[StageHit], started: float) -> None:
         record = StageTrace("retrieval", "base", "fanout", queries_in=len(planned), queries_out=len(planned))
@@ -284,6 +284,15 @@ class _Run:
             ]
         }
         self.traces.append(record)
+
+
+def _embedded_batch(embedder: Embedder, texts: list[str]) -> list[VectorQuery | None]:
+    """One vector query per text, embedded in one call; a failure is left to each vector lane to report."""
+    try:
+        vectors = embedder.embed_batch(texts)
+    except EmbedderError as exc:
+        return [VectorQuery(embedder.dimension, embedder.name, error=exc) for _ in texts]
+    return [VectorQuery(embedder.dimension, embedder.name, given=list(v)) for v in vectors]
 
 
 def _hydrated(hits: list[StageHit]) -> list[StageHit]:
