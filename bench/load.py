@@ -44,7 +44,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--max-requests", type=int, default=100_000, help="per level")
     parser.add_argument("--top-k", type=int, default=10)
     parser.add_argument("--beir", type=Path, default=SCIFACT)
-    parser.add_argument("--database", default="knowledge_bench")
+    # Its own database: beside search_latency's 100k-chunk tenant the planner misjudges this tenant's
+    # visible vectors and the HNSW graph is mostly someone else's, which no single-corpus server sees.
+    parser.add_argument("--database", default="knowledge_bench_load")
     parser.add_argument("--json", type=Path, default=None)
     return parser.parse_args()
 
