@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 
 from knowledge.admin.base import ServiceDeleteAdmin, actor, limit_choices
 from knowledge.models import Chunk, Document, Principal
 from knowledge.pages.panels import visibility_panel_context
+from knowledge.pipeline.embedders.base import EmbedderError
 from knowledge.services.documents import (
     document_clear_acl_override,
     document_hard_delete,
@@ -84,6 +86,13 @@ def acl_text(is_public: bool, principals: list[Principal]) -> str:
     return ", ".join((["everyone in the tenant"] if is_public else []) + names) or "nobody (private)"
 
 
+logger = logging.getLogger(__name__)
+NOT_SAVED = (
+    "Nothing was saved: the embedding service failed ({problem}). Try again in a moment; the server "
+    "log has the details. To hide the document from search meanwhile, use the 'Soft-delete' action."
+)
+
+
 @admin.register(Document)
 class DocumentAdmin(ServiceDeleteAdmin):
     form = DocumentForm
@@ -111,6 +120,23 @@ class DocumentAdmin(ServiceDeleteAdmin):
         "created_at",
         "updated_at",
     )
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: Any = None,
+    ) -> HttpResponse:
+        # A save embeds the new chunks; when the embedding API fails the transaction rolls back whole,
+        # and the admin says so instead of a server error.
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except EmbedderError as exc:
+            logger.warning("admin save of document %s failed in the embedder: %s", object_id or "(new)", exc)
+            problem = "it rejected the request" if exc.permanent else "it is unavailable"
+            self.message_user(request, NOT_SAVED.format(problem=problem), messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
 
     def change_view(
         self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None

@@ -11,11 +11,13 @@ from django.test import Client, override_settings
 from django.urls import reverse
 
 from knowledge.models import Chunk, Connector, Document, Tenant
+from knowledge.pipeline.active import forget_active_embedder
 from knowledge.selectors.search import search_chunks
 from knowledge.services.connector_sync import connector_sync
 from knowledge.services.documents import document_upsert
 from retrieval_backends.registry import reset_backend
 from retrieval_backends.types import SearchScope
+from tests.embedding_stub import Fault, embedding_server
 from tests.factories import ConnectorFactory, TenantFactory, UserFactory
 from tests.knowledge.fake_backends import RecordingIndexBackend
 
@@ -147,3 +149,33 @@ def test_deleting_a_connector_or_tenant_asks_first_then_uses_the_services(staff:
         not Tenant.objects.filter(pk=tenant.pk).exists()
         and not Document.objects.filter(tenant=tenant).exists()
     )
+
+
+def test_an_edit_while_the_embedding_api_is_down_saves_nothing_and_says_so(
+    staff: Client,
+    settings,
+    monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
+) -> None:
+    for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    with embedding_server() as server:
+        settings.KNOWLEDGE_EMBEDDER = "openai"
+        settings.KNOWLEDGE_OPENAI_BASE_URL = f"{server.root}/v1"
+        settings.KNOWLEDGE_OPENAI_DIMENSION = server.dimension
+        settings.KNOWLEDGE_HTTP_EMBEDDER_RETRIES = 0
+        forget_active_embedder()
+        try:
+            connector = ConnectorFactory.create()
+            text = "The vault code is 4711."
+            document = document_upsert(connector=connector, external_id="memo", content=text, is_public=True)
+            server.faults = [Fault(status=503, body={"error": "overloaded"})]
+            url = reverse("admin:knowledge_document_change", args=[document.document.pk])
+            response = staff.post(url, _form(document.document, content="Lunch is at noon."), follow=True)
+            assert response.status_code == 200
+            page = response.content.decode()
+            assert "Nothing was saved: the embedding service failed (it is unavailable)" in page
+            assert server.root not in page
+            assert [c.content for c in Chunk.objects.filter(document=document.document)] == [text]
+            assert Document.objects.get(pk=document.document.pk).content == text
+        finally:
+            forget_active_embedder()
