@@ -147,10 +147,18 @@ class Command(BaseCommand):
             name="handbook-folder",
             defaults={"kind": "filesystem", "config": {"path": path}, "default_is_public": True},
         )
-        if not created and connector.config == {"path": "/srv/handbook"}:  # the old demo's placeholder
+        if not created and _stale_demo_path(connector.config.get("path"), path):
             Connector.objects.filter(pk=connector.pk).update(
                 config={"path": path}, enabled=True, default_is_public=True
             )
             connector.refresh_from_db()
         if connector.enabled and connector.config.get("path") == path:
             connector_sync(connector=connector)
+
+
+def _stale_demo_path(configured: object, current: str) -> bool:
+    """The old demo's placeholder, or the demo handbook of a checkout that has moved since."""
+    if configured == "/srv/handbook":
+        return True
+    suffix = "/knowledge/demo_data/handbook"
+    return isinstance(configured, str) and configured.endswith(suffix) and configured != current
