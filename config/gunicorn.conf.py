@@ -6,7 +6,7 @@ GUNICORN_WORKERS / GUNICORN_THREADS / GUNICORN_TIMEOUT, or any gunicorn flag on 
 Each thread keeps its own database connection, plus the search-lane pool's: keep
 workers x (threads + 4) below PostgreSQL's max_connections. The local embedder runs one intra-op
 thread per query here (concurrent requests already use the cores; 61 vs 57 req/s at concurrency 16)
-unless KNOWLEDGE_LOCAL_EMBEDDER_THREADS is set.
+unless KNOWLEDGE_LOCAL_EMBEDDER_THREADS says otherwise.
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from __future__ import annotations
 import multiprocessing
 import os
 
-os.environ.setdefault("KNOWLEDGE_LOCAL_EMBEDDER_THREADS", "1")  # read by the workers' settings
+# What "0 = automatic" means for the local embedder's threads in these workers (an explicit
+# KNOWLEDGE_LOCAL_EMBEDDER_THREADS, in the environment or .env, still wins).
+os.environ.setdefault("KNOWLEDGE_LOCAL_EMBEDDER_AUTO_THREADS", "1")
 
 bind = f"{os.environ.get('RUN_HOST', '127.0.0.1')}:{os.environ.get('RUN_PORT', '8000')}"
 worker_class = "gthread"

@@ -30,14 +30,20 @@ def test_threaded_workers_sized_from_the_cpus(monkeypatch: pytest.MonkeyPatch) -
     assert runpy.run_path(str(CONFIG))["workers"] == 5
 
 
-def test_workers_embed_queries_on_one_thread_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KNOWLEDGE_LOCAL_EMBEDDER_THREADS", "")  # restored (or removed) afterwards
-    monkeypatch.delenv("KNOWLEDGE_LOCAL_EMBEDDER_THREADS")
+def test_workers_embed_queries_on_one_thread_unless_told(monkeypatch: pytest.MonkeyPatch, settings) -> None:  # type: ignore[no-untyped-def]
+    from knowledge.pipeline.embedders.local import default_threads
+
+    monkeypatch.setenv("KNOWLEDGE_LOCAL_EMBEDDER_AUTO_THREADS", "")  # restored (or removed) afterwards
+    monkeypatch.delenv("KNOWLEDGE_LOCAL_EMBEDDER_AUTO_THREADS")
+    settings.KNOWLEDGE_LOCAL_EMBEDDER_THREADS = 0
+    cpus = default_threads()
     runpy.run_path(str(CONFIG))
-    assert os.environ["KNOWLEDGE_LOCAL_EMBEDDER_THREADS"] == "1"
-    monkeypatch.setenv("KNOWLEDGE_LOCAL_EMBEDDER_THREADS", "3")
-    runpy.run_path(str(CONFIG))
-    assert os.environ["KNOWLEDGE_LOCAL_EMBEDDER_THREADS"] == "3"
+    assert default_threads() == 1
+    settings.KNOWLEDGE_LOCAL_EMBEDDER_THREADS = 3  # set in .env or the environment: it wins
+    assert default_threads() == 3
+    monkeypatch.delenv("KNOWLEDGE_LOCAL_EMBEDDER_AUTO_THREADS")
+    settings.KNOWLEDGE_LOCAL_EMBEDDER_THREADS = 0
+    assert default_threads() == cpus
 
 
 def test_run_script_uses_gunicorn_and_keeps_runserver_for_development() -> None:

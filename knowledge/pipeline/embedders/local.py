@@ -56,10 +56,14 @@ def model_files() -> tuple[Path, Path]:
 
 
 def default_threads() -> int:
-    """Intra-op threads: the setting, else the CPUs this process may run on."""
+    """Intra-op threads: the setting, else the server's choice (gunicorn: 1), else the CPUs this process
+    may run on."""
     configured = getattr(settings, "KNOWLEDGE_LOCAL_EMBEDDER_THREADS", 0)
     if configured:
         return int(configured)
+    automatic = os.environ.get("KNOWLEDGE_LOCAL_EMBEDDER_AUTO_THREADS", "")
+    if automatic.isdigit() and int(automatic) > 0:
+        return int(automatic)
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
