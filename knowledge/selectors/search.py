@@ -267,11 +267,10 @@ class _Run:
         if first is None or len(planned) == 1:
             return [first] + [None] * (len(planned) - 1)
         embedder = active_embedder()
-        pending = planned if first.given is None else planned[1:]
-        batch = _embedded_batch(embedder, [q.text for q in pending])
-        if first.given is None:
-            first, *batch = batch
-        return [first, *batch]
+        others = [q.text for q in planned[1:]]
+        if first.given is not None:
+            return [first, *_embedded_batch(embedder, others)]
+        return _embedded_batch(embedder, [self.text or "", *others])  # the question's vector stays first
 
     def _trace_fanout(self, planned: list[PlannedQuery], pool: list[StageHit], started: float) -> None:
         record = StageTrace("retrieval", "base", "fanout", queries_in=len(planned), queries_out=len(planned))
