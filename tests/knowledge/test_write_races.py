@@ -10,7 +10,7 @@ import pytest
 from django.db import connection, transaction
 
 from knowledge.models import Chunk, ChunkEmbedding, Document
-from knowledge.services.documents import document_set_acl, document_upsert
+from knowledge.services.documents import document_hard_delete, document_set_acl, document_upsert
 from retrieval_backends.registry import get_backend
 from retrieval_backends.types import EmbeddingUpdate
 from tests.factories import ConnectorFactory, PrincipalFactory
@@ -132,3 +132,35 @@ def test_a_backfill_during_an_acl_change_is_corrected_by_it() -> None:
         tuple(t) for t in ChunkEmbedding.objects.filter(chunk=chunk).values_list("acl_tokens", flat=True)
     }
     assert tokens == {(user.acl_token,)}
+
+
+def test_a_write_racing_deletes_of_the_same_document_always_lands() -> None:
+    """A delete committed between the writer's placeholder insert and its row lock left it without
+    the row (a KeyError, a 500 through the API): the writer now inserts and locks again."""
+    connector = ConnectorFactory.create()
+    stop = threading.Event()
+
+    def delete_repeatedly() -> None:
+        while not stop.is_set():
+            for pk in Document.objects.filter(connector=connector).values_list("pk", flat=True):
+                document_hard_delete(document_id=pk)
+
+    deleters = [in_thread(delete_repeatedly) for _ in range(2)]
+    writers = [
+        in_thread(
+            lambda: [
+                document_upsert(connector=connector, external_id="contested", content=f"v{i}", is_public=True)
+                for i in range(40)
+            ]
+        )
+        for _ in range(2)
+    ]
+    for thread, _ in writers:
+        thread.join(120)
+    stop.set()
+    for thread, _ in deleters:
+        thread.join(30)
+    errors = [e for _, found in writers + deleters for e in found]
+    assert not errors, errors
+    final = document_upsert(connector=connector, external_id="contested", content="last", is_public=True)
+    assert Chunk.objects.filter(document=final.document).count() == 1

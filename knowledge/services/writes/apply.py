@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import transaction
+from django.db import OperationalError, transaction
 from django.utils import timezone
 
 from knowledge.models import Connector, Document, Principal
@@ -70,6 +70,28 @@ def _insert_placeholders(connector: Connector, items: Sequence[Resolved]) -> Non
         for item in sorted(items, key=lambda i: i.external_id)  # one order: no insert deadlocks
     ]
     Document.objects.bulk_create(rows, ignore_conflicts=True)
+
+
+LOCK_ATTEMPTS = 5
+
+
+def _locked_rows(connector: Connector, items: Sequence[Resolved]) -> list[Document]:
+    """Every item's row, locked (inserted as a placeholder first when new).
+
+    A row deleted by a concurrent transaction between the insert (which then found it and did nothing)
+    and the lock is gone when the lock is granted: insert and lock again, until every row is held.
+    """
+    wanted = {item.external_id for item in items}
+    for _ in range(LOCK_ATTEMPTS):
+        _insert_placeholders(connector, items)
+        rows = list(
+            Document.objects.select_for_update()
+            .filter(connector=connector, external_id__in=wanted)
+            .order_by("pk")
+        )
+        if {row.external_id for row in rows} == wanted:
+            return rows
+    raise OperationalError(f"documents of connector {connector.pk} kept being deleted while being written")
 
 
 def _grants(through: Any, document_ids: list[int]) -> dict[int, set[int]]:
@@ -182,12 +204,7 @@ def apply_batch(
     with transaction.atomic():
         keys = {key for item in items for key in acl_keys(item.acl)}
         ids = principals_resolve(tenant=connector.tenant_id, keys=keys)
-        _insert_placeholders(connector, items)
-        rows = list(
-            Document.objects.select_for_update()
-            .filter(connector=connector, external_id__in=[i.external_id for i in items])
-            .order_by("pk")
-        )
+        rows = _locked_rows(connector, items)
         pks = [r.pk for r in rows]
         grants = {
             "effective": _grants(Document.allowed_principals.through, pks),
