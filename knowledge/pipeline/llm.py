@@ -8,6 +8,7 @@ Retries back off exponentially (or as long as Retry-After asks) on timeouts, con
 from __future__ import annotations
 
 import json
+import logging
 import random
 import time
 from collections.abc import Callable
@@ -17,16 +18,24 @@ from typing import Any
 import httpx
 from django.conf import settings
 
+logger = logging.getLogger(__name__)
+
 RETRYABLE = {408, 429, 500, 502, 503, 504}
 MAX_BACKOFF = 4.0
+OPENAI_URL = "https://api.openai.com/v1"  # the default; without a key it is not a configured LLM
+NOT_CONFIGURED = (
+    "no LLM is configured (set KNOWLEDGE_LLM_API_KEY, or KNOWLEDGE_LLM_BASE_URL for a local model)"
+)
 
 
 class LlmError(Exception):
-    """An LLM call failed; `permanent` says whether retrying can help."""
+    """An LLM call failed; `permanent` says whether retrying can help. `summary` is safe to show a
+    caller (no URL, no reply body); the message, with the details, is for the log."""
 
-    def __init__(self, message: str, *, permanent: bool = False) -> None:
+    def __init__(self, message: str, *, permanent: bool = False, summary: str | None = None) -> None:
         super().__init__(message)
         self.permanent = permanent
+        self.summary = summary or message
 
 
 @dataclass
@@ -65,6 +74,10 @@ class ChatClient:
             max_tokens=settings.KNOWLEDGE_LLM_MAX_TOKENS,
         )
 
+    @property
+    def configured(self) -> bool:
+        return bool(self.api_key) or self.base_url.rstrip("/") != OPENAI_URL
+
     def complete_json(
         self, *, system: str, user: str, schema: dict[str, Any], name: str, budget: TokenBudget | None = None
     ) -> dict[str, Any]:
@@ -72,6 +85,8 @@ class ChatClient:
 
         :raises LlmError: when the call fails, the budget is spent, or the answer is not such an object.
         """
+        if not self.configured:
+            raise LlmError(NOT_CONFIGURED, permanent=True)  # never send a question nobody asked us to
         max_tokens = self.max_tokens if budget is None else min(self.max_tokens, budget.remaining)
         if max_tokens <= 0:
             raise LlmError("the search's LLM token budget is spent", permanent=True)
@@ -99,16 +114,21 @@ class ChatClient:
             try:
                 response = httpx.post(url, json=payload, headers=headers, timeout=self.timeout)
             except (httpx.TimeoutException, httpx.TransportError) as exc:
-                error = LlmError(f"LLM request failed: {type(exc).__name__}: {exc}")
+                error = LlmError(
+                    f"LLM request to {url} failed: {type(exc).__name__}: {exc}",
+                    summary=f"the LLM could not be reached ({type(exc).__name__}; details in the server log)",
+                )
             else:
                 if response.status_code == 200:
                     return _json(response)
                 error = LlmError(
-                    f"LLM answered {response.status_code}: {response.text[:300]}",
+                    f"LLM at {url} answered {response.status_code}: {response.text[:300]}",
                     permanent=response.status_code not in RETRYABLE,
+                    summary=f"the LLM answered HTTP {response.status_code} (details in the server log)",
                 )
                 wait = _retry_after(response)
             if error.permanent or attempt == self.max_retries:
+                logger.warning("%s", error)
                 raise error
             self.sleep(
                 wait if wait is not None else min(MAX_BACKOFF, 0.25 * 2**attempt) * random.uniform(0.5, 1.0)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.core.management import call_command
 from django.test import override_settings
@@ -116,3 +118,32 @@ def test_the_schemas_stage_names_are_the_allow_list() -> None:
     from knowledge.pipeline.stages.registry import REQUEST_OPTIONS
 
     assert sorted(STAGE_NAMES) == sorted(REQUEST_OPTIONS)
+
+
+def test_an_llm_error_reply_stays_in_the_log(api: APIClient, corpus: dict[str, int]) -> None:
+    reply = '{"error": {"message": "Incorrect API key provided: sk-live-SECRET123, host llm-gw.internal"}}'
+    with (
+        llm_stub(Script(replies=[(401, reply)])) as url,
+        override_settings(KNOWLEDGE_LLM_BASE_URL=url, KNOWLEDGE_LLM_RETRIES=0),
+    ):
+        data = post(
+            api, "search", {"query": "ferry timetable", "stages": ["multi_query"], "trace": True}
+        ).json()
+    shown = json.dumps(data)
+    assert "SECRET123" not in shown and "llm-gw" not in shown and url not in shown
+    assert "stage multi_query was skipped: the LLM answered HTTP 401" in data["warnings"][0]
+
+
+@override_settings(KNOWLEDGE_LLM_BASE_URL="https://api.openai.com/v1", KNOWLEDGE_LLM_API_KEY="")
+def test_without_a_configured_llm_no_question_leaves_the_server(
+    api: APIClient, corpus: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent: list[object] = []
+    monkeypatch.setattr("knowledge.pipeline.llm.httpx.post", lambda *a, **k: sent.append(a))
+    body = {
+        "query": "ferry timetable",
+        "stages": ["multi_query", {"name": "compress", "options": {"mode": "llm"}}],
+    }
+    data = post(api, "search", body).json()
+    assert sent == [] and data["results"]
+    assert all("no LLM is configured" in w for w in data["warnings"]) and len(data["warnings"]) == 2

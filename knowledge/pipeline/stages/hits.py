@@ -106,7 +106,7 @@ class Compress(HitStage):
                 name="excerpts", budget=context.budget,
             )  # fmt: skip
         except LlmError as exc:
-            raise StageError(str(exc)) from exc
+            raise StageError(exc.summary) from exc
         kept = [
             p.strip()
             for p in answer.get("excerpts") or []

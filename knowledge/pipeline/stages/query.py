@@ -102,7 +102,7 @@ class QueryPlanner(QueryStage):
                 budget=context.budget,
             )
         except LlmError as exc:
-            raise StageError(str(exc)) from exc
+            raise StageError(exc.summary) from exc
         plan = [p for p in map(_planned, answer.get("queries") or []) if p is not None][:max_queries]
         if not plan:
             raise StageError("the planner returned an empty plan")
@@ -136,7 +136,7 @@ class MultiQuery(QueryStage):
                     name="phrasings", budget=context.budget,
                 )  # fmt: skip
             except LlmError as exc:
-                raise StageError(str(exc)) from exc
+                raise StageError(exc.summary) from exc
             for text in (answer.get("phrasings") or [])[:count]:
                 if isinstance(text, str) and text.strip() and _normal(text) not in seen:
                     seen.add(_normal(text))
