@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
+from django.db import models
 from django.db.models import Model, QuerySet
+from django.forms.fields import InvalidJSONInput
 from django.http import HttpRequest
 
 from knowledge.errors import KnowledgeError
+from knowledge.json_values import json_problem
 from knowledge.models import Chunk, ChunkEmbedding
 
 
@@ -29,11 +34,40 @@ def actor(request: HttpRequest) -> str:
     return f"admin:{getattr(user, 'username', '') or 'unknown'}"
 
 
+class JsonValueField(forms.JSONField):
+    """The admin's JSON inputs: nesting too deep to parse, NUL and lone surrogates are form errors."""
+
+    def to_python(self, value: Any) -> Any:
+        try:
+            parsed = super().to_python(value)
+        except RecursionError:
+            raise forms.ValidationError("Nested too deeply.") from None
+        problem = json_problem(parsed)
+        if problem:
+            raise forms.ValidationError(problem)
+        return parsed
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        try:
+            return super().bound_data(data, initial)
+        except RecursionError:
+            return InvalidJSONInput(data)  # shown back as typed, with the error
+
+    def prepare_value(self, value: Any) -> Any:
+        text = super().prepare_value(value)
+        if isinstance(text, str) and any("\ud800" <= ch <= "\udfff" for ch in text):
+            return json.dumps(value, cls=self.encoder)  # escaped: a lone surrogate cannot be sent as UTF-8
+        return text
+
+
 class ServiceDeleteAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     """Deletion (the change page and "delete selected") calls `delete_one` instead of an ORM cascade.
 
-    Django's own confirmation page still asks first, listing what goes with the object.
+    Django's own confirmation page still asks first, listing what goes with the object. JSON fields
+    use `JsonValueField`.
     """
+
+    formfield_overrides = {models.JSONField: {"form_class": JsonValueField}}
 
     def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
         # Chunks and vectors are derived data the service deletes; the admin may not delete them itself.

@@ -33,6 +33,12 @@ class DocumentForm(forms.ModelForm):  # type: ignore[type-arg]
             *("environment", "is_public", "allowed_principals"),
         ]
 
+    def clean_metadata(self) -> Any:
+        metadata = self.cleaned_data.get("metadata")
+        if metadata is not None and not isinstance(metadata, dict):
+            raise forms.ValidationError('Must be a JSON object, like {"team": "hr"}.')
+        return metadata
+
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         connector = data.get("connector") or getattr(self.instance, "connector", None)

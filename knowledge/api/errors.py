@@ -111,6 +111,11 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         return unavailable_response()
     if isinstance(exc, EmbedderError):
         return _embedder_failed(exc)
+    if isinstance(exc, RecursionError):  # JSON nested too deeply for the parser
+        return Response(
+            _body("invalid_input", "The request body is nested too deeply."),
+            status=status.HTTP_400_BAD_REQUEST,
+        )
     if isinstance(exc, KnowledgeError):
         fields = {exc.field: [exc.message]} if exc.field else None
         headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if exc.status_code == 503 else None

@@ -7,6 +7,8 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from knowledge.json_values import json_problem
+
 
 class JsonTypeMixin(serializers.Field):  # type: ignore[type-arg]
     """Checks the JSON type before the field's own parsing; booleans are never numbers."""
@@ -54,24 +56,14 @@ class StrictFloatField(JsonTypeMixin, serializers.FloatField):
     json_types, json_type_name = (int, float), "a number"
 
 
-def contains_nul(value: Any) -> bool:
-    """Whether a JSON value holds a NUL character anywhere (PostgreSQL's jsonb refuses them)."""
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(contains_nul(k) or contains_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(contains_nul(v) for v in value)
-    return False
-
-
 class JsonObjectField(serializers.DictField):
-    """A JSON object stored as jsonb: no NUL characters."""
+    """A JSON object stored as jsonb: no NUL or lone surrogate characters, bounded nesting."""
 
     def to_internal_value(self, data: Any) -> dict[str, Any]:
+        problem = json_problem(data)  # before DRF walks it (recursively)
+        if problem:
+            raise serializers.ValidationError(problem, code="invalid_json_value")
         value: dict[str, Any] = super().to_internal_value(data)
-        if contains_nul(value):
-            raise serializers.ValidationError("Null characters are not allowed.", code="null_characters")
         return value
 
 

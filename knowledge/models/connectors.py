@@ -8,8 +8,11 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from knowledge.connectors.registry import KINDS, connector_kind
+from knowledge.json_values import json_problem
 from knowledge.models.principals import Principal
 from knowledge.models.tenancy import Environment, Tenant
+
+MAX_SYNC_INTERVAL = timedelta(days=366)
 
 
 class Connector(models.Model):
@@ -72,11 +75,23 @@ class Connector(models.Model):
         errors: dict[str, str] = {}
         if not isinstance(self.config, dict):
             raise ValidationError({"config": "must be a JSON object"})
+        problem = json_problem(self.config)
+        if problem:
+            raise ValidationError({"config": problem})
         if self.kind in KINDS:
             errors.update(connector_kind(self.kind).validate_config(self.config))
         if self.environment is not None and self.tenant_id and self.environment.tenant_id != self.tenant_id:
             errors["environment"] = "The environment belongs to another tenant."
         if self.sync_interval is not None and self.sync_interval < timedelta(minutes=1):
             errors["sync_interval"] = "Must be at least one minute."
+        if self.sync_interval is not None and self.sync_interval > MAX_SYNC_INTERVAL:
+            errors["sync_interval"] = "Must be at most a year."
+        if (
+            self.tenant_id
+            and Connector.objects.filter(tenant_id=self.tenant_id, name=self.name)
+            .exclude(pk=self.pk)
+            .exists()
+        ):
+            errors["name"] = "The tenant already has a connector of this name."
         if errors:
             raise ValidationError(errors)

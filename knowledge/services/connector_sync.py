@@ -143,6 +143,6 @@ def connectors_due() -> list[int]:
     due = []
     for connector in Connector.objects.filter(enabled=True).exclude(kind=Connector.Kind.API):
         last = connector.last_synced_at
-        if last is None or last + connector.sync_interval <= now:
+        if last is None or now - last >= connector.sync_interval:  # no date overflow on any interval
             due.append(connector.pk)
     return due

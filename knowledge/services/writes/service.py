@@ -6,6 +6,7 @@ and the admin all call it, so validation, ACL ownership and locking are the same
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -23,6 +24,12 @@ from knowledge.services.table_statistics import tables_analyze_after_bulk_write
 from knowledge.services.writes.apply import Applied, apply_batch
 from knowledge.services.writes.prepare import Prepared, prepare
 from knowledge.services.writes.validate import BatchContext, Resolved, validate_batch
+
+logger = logging.getLogger(__name__)
+UNINDEXABLE = (
+    "cannot be indexed: PostgreSQL refused the document (usually a text too large for its full-text "
+    "index: split it into smaller documents)"
+)
 
 Progress = Callable[[int, int], None]
 
@@ -119,7 +126,8 @@ class _Run:
             applied = apply_batch(self.connector, items, prepared, self.prepare, self.embedder.name)
         except DataError as exc:  # e.g. a text too large for a tsvector: find the document(s)
             if len(items) == 1:
-                self._fail(items[0], PayloadTooLarge(f"cannot be indexed: {exc}".strip(), field="content"))
+                logger.warning("document %r cannot be indexed: %s", items[0].external_id, exc)
+                self._fail(items[0], PayloadTooLarge(UNINDEXABLE, field="content"))
                 return
             for item in items:
                 self.apply([item], prepared)

@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 
 from knowledge.connectors.types import SourceAcl, SourceDocument
 from knowledge.errors import InvalidInput, KnowledgeError, PayloadTooLarge
+from knowledge.json_values import json_problem
 from knowledge.models import Connector, Document, Environment
 from knowledge.services.acl import MAX_ACL_NAMES, connector_default_acl
 from retrieval_backends.base import vector_problem
@@ -138,6 +139,11 @@ def _check_embedding(source: SourceDocument) -> None:
 def _full_clean(connector: Connector, resolved: Resolved) -> None:
     """Django's field validation (lengths, formats) of the row that will be written."""
     source = resolved.source
+    if not isinstance(source.metadata, dict):
+        raise InvalidInput("metadata must be a JSON object", field="metadata")
+    problem = json_problem(source.metadata)  # before Django serialises it (recursively)
+    if problem:
+        raise InvalidInput(problem, field="metadata")
     row = Document(
         tenant_id=connector.tenant_id,
         connector=connector,
@@ -155,8 +161,6 @@ def _full_clean(connector: Connector, resolved: Resolved) -> None:
     except ValidationError as exc:
         name, messages = next(iter(exc.message_dict.items()))
         raise InvalidInput(messages[0], field="id" if name == "external_id" else name) from None
-    if not isinstance(source.metadata, dict):
-        raise InvalidInput("metadata must be a JSON object", field="metadata")
 
 
 def validate_batch(
