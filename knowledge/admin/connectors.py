@@ -116,9 +116,15 @@ class ConnectorAdmin(ServiceDeleteAdmin):
     def _queue(self, request: HttpRequest, queryset: QuerySet[Connector], full: bool) -> None:
         from knowledge.tasks import sync_connector
 
-        pull = [c for c in queryset if c.pulls]
+        disabled = [str(c) for c in queryset if c.pulls and not c.enabled]
+        if disabled:
+            self.message_user(
+                request, f"Not synced, disabled (enable them first): {', '.join(disabled)}.", messages.WARNING
+            )
+        pull = [c for c in queryset if c.pulls and c.enabled]
         sent = sum(send_task(sync_connector, c.pk, full) for c in pull)
-        self.message_user(request, f"{sent} of {len(pull)} pull connector sync(s) queued.")
+        if pull or not disabled:
+            self.message_user(request, f"{sent} of {len(pull)} pull connector sync(s) queued.")
         if sent < len(pull):
             self.message_user(request, "The task queue is unavailable; try again shortly.", messages.ERROR)
 

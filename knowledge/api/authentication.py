@@ -37,7 +37,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         if not header:
             return None
         scheme, _, plain = header.partition(" ")
-        if scheme != self.keyword or not plain.strip():
+        if scheme.lower() != self.keyword.lower() or not plain.strip():  # RFC 9110: case-insensitive
             raise exceptions.AuthenticationFailed("Use the header 'Authorization: Bearer <api key>'.")
         key = self._lookup(plain.strip())
         now = timezone.now()

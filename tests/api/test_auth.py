@@ -33,6 +33,13 @@ def test_invalid_key_is_401(tenant: Tenant, header: str) -> None:
     assert_error(response, 401)
 
 
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER", "Bearer"])
+def test_the_scheme_is_case_insensitive(tenant: Tenant, scheme: str) -> None:
+    header = f"{scheme} {issue_key(tenant=tenant)}"
+    response = APIClient().post("/api/v1/search", SEARCH, format="json", HTTP_AUTHORIZATION=header)
+    assert response.status_code == 200, response.content
+
+
 def test_key_with_a_wrong_secret_is_401(tenant: Tenant) -> None:
     plain = issue_key(tenant=tenant)
     assert_error(client_for(plain[:-2] + "xx").post("/api/v1/search", SEARCH, format="json"), 401)

@@ -104,3 +104,12 @@ def test_document_metadata_that_is_not_an_object_is_a_form_error(staff: Client) 
         staff.post(url, {**form, "metadata": '{"k": "\\ud800"}'})
     )
     assert Document.objects.get(pk=document.pk).metadata == {}
+
+
+def test_sync_now_on_a_disabled_connector_says_it_was_not_synced(staff: Client, tmp_path: Path) -> None:
+    connector = ConnectorFactory.create(kind="filesystem", config={"path": str(tmp_path)}, enabled=False)
+    data = {"action": "sync_now", "_selected_action": [connector.pk]}
+    response = staff.post(reverse("admin:knowledge_connector_changelist"), data, follow=True)
+    page = response.content.decode()
+    assert f"Not synced, disabled (enable them first): {connector}." in page
+    assert "queued" not in page
