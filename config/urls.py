@@ -5,8 +5,12 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from knowledge.pages.views import favicon
+
 urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
+    # Browsers ask for /favicon.ico on pages without an icon link (the API docs, JSON responses).
+    path("favicon.ico", favicon),
     path("admin/", admin.site.urls),
     path("", include("knowledge.pages.urls")),
     path("api/v1/", include("knowledge.api.urls")),

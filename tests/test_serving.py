@@ -96,3 +96,9 @@ def test_gunicorn_serves_the_api(tmp_path: Any) -> None:
         process.terminate()
         process.wait(timeout=30)
         log.close()
+
+
+def test_favicon_ico_points_at_the_icon_the_pages_link(client: Any) -> None:
+    response = client.get("/favicon.ico")
+    assert response.status_code == 302
+    assert response["Location"].startswith("/static/knowledge/favicon") and response["Location"].endswith(".svg")

@@ -5,8 +5,9 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.admin.views.decorators import staff_member_required
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
+from django.templatetags.static import static
 
 from knowledge.errors import KnowledgeError, NotFound
 from knowledge.pages.playground import PlaygroundForm, PlaygroundOutcome, playground_search
@@ -59,3 +60,8 @@ def eval_chart(request: HttpRequest, name: str) -> FileResponse:
     if chart is None:
         raise Http404(f"the eval report {name!r} has no chart")
     return FileResponse(chart.open("rb"), content_type="image/png")
+
+
+def favicon(request: HttpRequest) -> HttpResponse:
+    """/favicon.ico: the icon the pages link (the static URL is resolved per request: manifest names)."""
+    return HttpResponseRedirect(static("knowledge/favicon.svg"))
