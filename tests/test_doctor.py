@@ -7,7 +7,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from knowledge.models import KeywordStatistics
+from knowledge.models import KeywordStatistics, Tenant
 from knowledge.pipeline.registry import LAYERS
 from knowledge.services.documents import CLIENT_MODEL
 from tests.factories import ChunkEmbeddingFactory, ChunkFactory
@@ -88,6 +88,18 @@ def test_vectors_of_another_model_are_a_failure_with_the_reindex_command() -> No
         "embedder is all-MiniLM-L6-v2-int8 (384 dimensions); text queries will find no vectors "
         "→ run `manage.py reindex --embedder local` to re-embed every chunk with it, or set "
         "KNOWLEDGE_EMBEDDER back to the embedder that wrote the stored vectors"
+    )
+
+
+def test_an_evaluation_corpus_of_another_model_is_only_a_warning() -> None:
+    """`manage.py evals retrieval` (suggested by /evals/) keeps its corpus as a tenant; run with another
+    embedder it must not fail the doctor of the deployment it ran in."""
+    stale = ChunkEmbeddingFactory.create(model="hashing-sha256-384", dimensions=384, embedding=[0.1] * 384)
+    Tenant.objects.filter(pk=stale.tenant_id).update(slug="evals-fixture")
+    lines, passed = doctor()
+    assert passed, [entry for entry in lines if entry.startswith("FAIL")]
+    assert line(lines, "embeddings").startswith(
+        "WARN embeddings: evaluation corpus evals-fixture: its chunks hold hashing-sha256-384"
     )
 
 

@@ -101,4 +101,6 @@ def test_gunicorn_serves_the_api(tmp_path: Any) -> None:
 def test_favicon_ico_points_at_the_icon_the_pages_link(client: Any) -> None:
     response = client.get("/favicon.ico")
     assert response.status_code == 302
-    assert response["Location"].startswith("/static/knowledge/favicon") and response["Location"].endswith(".svg")
+    assert response["Location"].startswith("/static/knowledge/favicon") and response["Location"].endswith(
+        ".svg"
+    )
