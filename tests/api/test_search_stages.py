@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -60,6 +61,10 @@ def test_a_request_runs_its_own_stages_and_gets_a_trace(api: APIClient, corpus: 
         (["nope"], "stages"),
         ([{"name": "diversify", "options": {"lambda": 2}}], "stages.diversify.lambda"),
         ([{"name": "decay", "options": {"shell": "rm"}}], "stages.decay"),
+        ([{"name": "decay", "options": {"half_life": "abc"}}], "stages.decay"),
+        ([{"name": "decay", "options": {"half_life": "-5 00:00:00"}}], "stages.decay"),
+        ([{"name": "decay", "options": {"half_life": 0}}], "stages.decay.half_life"),
+        ([{"name": "decay", "options": {"field": "zzz"}}], "stages.decay"),
         ([{"name": "diversify"}] * 9, "stages"),
     ],
 )
@@ -109,6 +114,18 @@ def test_the_configured_order_is_checked_at_start_up() -> None:
     with (
         override_settings(KNOWLEDGE_STAGES="diversify,query_planner"),
         pytest.raises(SystemCheckError, match="query_planner"),
+    ):
+        call_command("check")
+
+
+def test_configured_stage_options_are_checked_at_start_up(tmp_path: Path) -> None:
+    from django.core.management.base import SystemCheckError
+
+    plugins = tmp_path / "plugins.json"
+    plugins.write_text(json.dumps({"stages": [{"class": "decay", "options": {"half_life": "soon"}}]}))
+    with (
+        override_settings(KNOWLEDGE_STAGES="", KNOWLEDGE_PLUGINS_FILE=plugins),
+        pytest.raises(SystemCheckError, match="decay: half_life must be a positive duration"),
     ):
         call_command("check")
 

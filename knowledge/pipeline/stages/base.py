@@ -25,6 +25,10 @@ class Stage:
         self.strict = strict
         self.options = options
 
+    def options_problem(self) -> str | None:
+        """What is wrong with the options, found before any search runs (a request's stages: a 400)."""
+        return None
+
 
 class QueryStage(Stage):
     """Turns planned queries into planned queries (the first stage gets the caller's question)."""

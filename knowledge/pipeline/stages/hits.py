@@ -158,14 +158,25 @@ def _vectors(hits: Sequence[StageHit], context: StageContext) -> np.ndarray | No
     return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
 
 
+DEFAULT_HALF_LIFE = "30 00:00:00"
+
+
 class Decay(HitStage):
     """Exponential recency decay: score × 0.5^(age / `half_life`) on `field` (`source_updated_at`,
     `updated_at` or `metadata.<path>`); `missing`: `ignore` (keep the score) or `drop`."""
 
     name = "decay"
 
+    def options_problem(self) -> str | None:
+        try:
+            _duration(self.options.get("half_life", DEFAULT_HALF_LIFE))
+            _check_field(str(self.options.get("field", "source_updated_at")))
+        except StageError as exc:
+            return str(exc)
+        return None
+
     def run(self, hits: Sequence[StageHit], context: StageContext) -> list[StageHit]:
-        half_life = _duration(self.options.get("half_life", "30 00:00:00"))
+        half_life = _duration(self.options.get("half_life", DEFAULT_HALF_LIFE))
         field_name = str(self.options.get("field", "source_updated_at"))
         stamps = _timestamps({h.document_id for h in hits}, field_name)
         now, out = timezone.now(), []
@@ -188,14 +199,20 @@ def _duration(value: Any) -> timedelta:
     return parsed
 
 
-def _timestamps(document_ids: set[int], field_name: str) -> dict[int, datetime]:
-    rows = Document.objects.filter(pk__in=document_ids)
-    if field_name in {"source_updated_at", "updated_at"}:
-        return {pk: value for pk, value in rows.values_list("pk", field_name) if value is not None}
-    if not field_name.startswith("metadata."):
+def _check_field(field_name: str) -> None:
+    if field_name not in {"source_updated_at", "updated_at"} and not (
+        field_name.startswith("metadata.") and len(field_name) > len("metadata.")
+    ):
         raise StageError(
             f"field must be source_updated_at, updated_at or metadata.<path>, got {field_name!r}"
         )
+
+
+def _timestamps(document_ids: set[int], field_name: str) -> dict[int, datetime]:
+    rows = Document.objects.filter(pk__in=document_ids)
+    _check_field(field_name)
+    if field_name in {"source_updated_at", "updated_at"}:
+        return {pk: value for pk, value in rows.values_list("pk", field_name) if value is not None}
     found = {}
     for pk, metadata in rows.values_list("pk", "metadata"):
         value: Any = metadata

@@ -89,7 +89,9 @@ def configured_specs() -> list[tuple[str, dict[str, Any]]]:
 
 def configured_stages() -> list[Stage]:
     stages = [build_stage(name, options) for name, options in configured_specs()]
-    problem = order_problem(stages)
+    problem = order_problem(stages) or next(
+        (f"{stage.name}: {p}" for stage in stages if (p := stage.options_problem())), None
+    )
     if problem:
         raise ImproperlyConfigured(f"stages: {problem}")
     return stages
@@ -108,7 +110,7 @@ def _check_option(stage: str, name: str, value: Any, rule: tuple[Any, ...]) -> A
         if kind in (int, float) and not rule[1] <= value <= rule[2]:
             raise InvalidInput(f"must be between {rule[1]} and {rule[2]}", field=field)
         if kind is str and (not isinstance(value, str) or len(value) > 200):
-            raise InvalidInput("must be a short string", field=field)
+            raise InvalidInput("must be a string of at most 200 characters", field=field)
         return kind(value)
     if value not in rule:
         raise InvalidInput(f"must be one of {', '.join(map(str, rule))}", field=field)
@@ -133,7 +135,11 @@ def request_stages(entries: Sequence[Any]) -> list[Stage]:
         if unknown:
             raise InvalidInput(f"unknown options {unknown} for {name}", field=f"stages.{name}")
         checked = {k: _check_option(name, k, v, allowed[k]) for k, v in options.items()}
-        stages.append(build_stage(name, checked))
+        stage = build_stage(name, checked)
+        problem = stage.options_problem()
+        if problem:
+            raise InvalidInput(problem, field=f"stages.{name}")
+        stages.append(stage)
     problem = order_problem(stages)
     if problem:
         raise InvalidInput(problem, field="stages")
