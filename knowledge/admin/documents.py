@@ -11,7 +11,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 
 from knowledge.admin.base import ServiceDeleteAdmin, actor, limit_choices
-from knowledge.models import Chunk, Document, Principal
+from knowledge.models import Chunk, Document, Environment, Principal
 from knowledge.pages.panels import visibility_panel_context
 from knowledge.pipeline.embedders.base import EmbedderError
 from knowledge.services.documents import (
@@ -166,6 +166,7 @@ class DocumentAdmin(ServiceDeleteAdmin):
         if obj is not None:
             note = "An edit here is an admin override: later syncs and pushes keep it until cleared."
             limit_choices(form, "allowed_principals", Principal.objects.filter(tenant_id=obj.tenant_id), note)
+            limit_choices(form, "environment", Environment.objects.filter(tenant_id=obj.tenant_id))
         return form
 
     @admin.display(description="ACL source")

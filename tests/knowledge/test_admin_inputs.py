@@ -14,7 +14,7 @@ from django.utils import timezone
 from knowledge.models import Connector, Document
 from knowledge.services.connector_sync import connectors_due
 from knowledge.services.documents import document_upsert
-from tests.factories import ConnectorFactory, UserFactory
+from tests.factories import ConnectorFactory, EnvironmentFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -113,3 +113,12 @@ def test_sync_now_on_a_disabled_connector_says_it_was_not_synced(staff: Client, 
     page = response.content.decode()
     assert f"Not synced, disabled (enable them first): {connector}." in page
     assert "queued" not in page
+
+
+def test_a_documents_environment_choices_are_its_tenants(staff: Client) -> None:
+    connector = ConnectorFactory.create()
+    own = EnvironmentFactory.create(tenant=connector.tenant, slug="staging")
+    other = EnvironmentFactory.create(slug="production")
+    document = document_upsert(connector=connector, external_id="e", content="text", is_public=True).document
+    page = staff.get(reverse("admin:knowledge_document_change", args=[document.pk])).content.decode()
+    assert f'<option value="{own.pk}">' in page and f'<option value="{other.pk}">' not in page
