@@ -116,6 +116,11 @@ def _caller_vector(
     model = preferred[0] if preferred else models[0]
     if not preferred and len(models) > 1:
         warnings.append(f"several models have {len(vector)}-dimensional vectors; searched those of {model!r}")
+    elif model == active and CLIENT_MODEL in models:
+        warnings.append(
+            f"searched the active embedder's {len(vector)}-dimensional vectors ({active!r}); documents "
+            "indexed with a caller-supplied embedding of that dimension are not among them"
+        )
     return VectorQuery(len(vector), model, given=vector)
 
 
