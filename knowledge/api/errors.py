@@ -40,7 +40,6 @@ KNOWLEDGE_CODES = {
     403: "forbidden",
     404: "not_found",
     413: "payload_too_large",
-    503: "service_unavailable",
 }
 
 
@@ -85,9 +84,12 @@ def is_outage(exc: BaseException | None) -> bool:
     return isinstance(exc, DatabaseError) and isinstance(exc.__cause__, OperationalError | InterfaceError)
 
 
-def unavailable_response() -> Response:
+def unavailable_response(
+    message: str = UNAVAILABLE_MESSAGE, fields: dict[str, list[str]] | None = None
+) -> Response:
+    """503 with Retry-After: a dependency is down, and the same request may succeed shortly."""
     return Response(
-        _body("service_unavailable", UNAVAILABLE_MESSAGE),
+        _body("service_unavailable", message, fields),
         status=status.HTTP_503_SERVICE_UNAVAILABLE,
         headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
     )
@@ -98,11 +100,7 @@ def _embedder_failed(exc: EmbedderError) -> Response:
     logger.warning("API request failed in the embedder: %s", exc)
     if exc.permanent:
         return Response(_body("bad_gateway", EMBEDDER_REJECTED_MESSAGE), status=status.HTTP_502_BAD_GATEWAY)
-    return Response(
-        _body("service_unavailable", EMBEDDER_DOWN_MESSAGE),
-        status=status.HTTP_503_SERVICE_UNAVAILABLE,
-        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
-    )
+    return unavailable_response(EMBEDDER_DOWN_MESSAGE)
 
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
@@ -118,11 +116,10 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         )
     if isinstance(exc, KnowledgeError):
         fields = {exc.field: [exc.message]} if exc.field else None
-        headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if exc.status_code == 503 else None
+        if exc.status_code == status.HTTP_503_SERVICE_UNAVAILABLE:
+            return unavailable_response(exc.message, fields)
         return Response(
-            _body(KNOWLEDGE_CODES.get(exc.status_code, "error"), exc.message, fields),
-            status=exc.status_code,
-            headers=headers,
+            _body(KNOWLEDGE_CODES.get(exc.status_code, "error"), exc.message, fields), status=exc.status_code
         )
     if isinstance(exc, RequestDataTooBig):
         exc = PayloadTooLarge()
