@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from django.db import transaction
 
-from knowledge.models import Document, Principal
-from knowledge.services.acl import acl_tokens, document_acl_tokens, tokens_for
+from knowledge.models import Document
+from knowledge.services.acl import acl_tokens, document_acl_tokens, document_grants, tokens_for
 from knowledge.services.enqueue import schedule_index_sync
 from retrieval_backends.registry import get_backend
 from retrieval_backends.types import DocumentState
@@ -29,15 +28,7 @@ def document_states(*, document_ids: Sequence[int]) -> list[DocumentState]:
             "pk", "tenant_id", "connector_id", "environment_id", "is_public", "deleted_at"
         )
     )
-    grants: dict[int, list[int]] = defaultdict(list)
-    through = Document.allowed_principals.through
-    for document_id, principal_id in through.objects.filter(document_id__in=[r[0] for r in rows]).values_list(
-        "document_id", "principal_id"
-    ):
-        grants[document_id].append(principal_id)
-    kinds = dict(
-        Principal.objects.filter(pk__in={p for ids in grants.values() for p in ids}).values_list("pk", "kind")
-    )
+    grants, kinds = document_grants(r[0] for r in rows)
     return [
         DocumentState(
             document_id=pk,

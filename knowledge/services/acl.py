@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
 from django.db.models import Q
@@ -20,6 +21,18 @@ def tokens_for(*, is_public: bool, principal_ids: Iterable[int], kinds: Mapping[
     if is_public:
         tokens.add(PUBLIC_TOKEN)
     return sorted(tokens)
+
+
+def document_grants(document_ids: Iterable[int]) -> tuple[dict[int, list[int]], dict[int, str]]:
+    """Each document's granted principal ids, and the kind of every such principal (for `tokens_for`)."""
+    grants: dict[int, list[int]] = defaultdict(list)
+    through = Document.allowed_principals.through
+    for document_id, principal_id in through.objects.filter(document_id__in=list(document_ids)).values_list(
+        "document_id", "principal_id"
+    ):
+        grants[document_id].append(principal_id)
+    ids = {p for found in grants.values() for p in found}
+    return grants, dict(Principal.objects.filter(pk__in=ids).values_list("pk", "kind"))
 
 
 def acl_tokens(*, is_public: bool, principals: Iterable[Principal]) -> list[str]:

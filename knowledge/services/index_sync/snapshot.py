@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 from django.db import connection, transaction
 
-from knowledge.models import Chunk, Document, Principal
-from knowledge.services.acl import tokens_for
+from knowledge.models import Chunk, Document
+from knowledge.services.acl import document_grants, tokens_for
 from retrieval_backends.types import DocumentState, MirroredChunk
 
 
@@ -21,17 +21,6 @@ class Snapshot:
     states: list[DocumentState]
     versions: dict[int, int]
     clean: set[int]  # documents whose version read was already pushed
-
-
-def _grants(document_ids: list[int]) -> tuple[dict[int, list[int]], dict[int, str]]:
-    grants: dict[int, list[int]] = defaultdict(list)
-    through = Document.allowed_principals.through
-    for document_id, principal_id in through.objects.filter(document_id__in=document_ids).values_list(
-        "document_id", "principal_id"
-    ):
-        grants[document_id].append(principal_id)
-    ids = {p for found in grants.values() for p in found}
-    return grants, dict(Principal.objects.filter(pk__in=ids).values_list("pk", "kind"))
 
 
 def _chunks(document_ids: list[int]) -> dict[int, list[MirroredChunk]]:
@@ -74,7 +63,7 @@ def read_snapshot(*, document_ids: Sequence[int], with_chunks: bool) -> Snapshot
             )
         )
         ids = [r[0] for r in rows]
-        grants, kinds = _grants(ids)
+        grants, kinds = document_grants(ids)
         chunks = _chunks(ids) if with_chunks else {}
     states = [
         DocumentState(
