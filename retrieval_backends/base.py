@@ -289,6 +289,22 @@ def vector_problem(values: Sequence[float]) -> str | None:
     return None
 
 
+def vector_lane_can_match(
+    scope: SearchScope, query_embedding: Sequence[float], dimensions: int, limit: int
+) -> bool:
+    """Whether a vector lane can find anything; a query vector of another length is a ValueError."""
+    if scope.sees_nothing or limit <= 0:
+        return False
+    if len(query_embedding) != dimensions:
+        raise ValueError(f"query vector has {len(query_embedding)} dimensions, expected {dimensions}")
+    return True
+
+
+def keyword_lane_can_match(scope: SearchScope, query_text: str, languages: Sequence[str], limit: int) -> bool:
+    """Whether a keyword lane can find anything (a scope that sees something, words, languages)."""
+    return not scope.sees_nothing and limit > 0 and bool(query_text.strip()) and bool(languages)
+
+
 def validate_dimensions(updates: Sequence[EmbeddingUpdate], dimensions: int) -> None:
     """Raise ValueError when any vector's length differs from `dimensions` or it cannot be stored."""
     if dimensions <= 0:

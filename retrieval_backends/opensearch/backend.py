@@ -14,7 +14,12 @@ from typing import Any
 from opensearchpy import OpenSearch
 from opensearchpy.exceptions import NotFoundError
 
-from retrieval_backends.base import BackendUnavailable, KnowledgeRetrievalBackend
+from retrieval_backends.base import (
+    BackendUnavailable,
+    KnowledgeRetrievalBackend,
+    keyword_lane_can_match,
+    vector_lane_can_match,
+)
 from retrieval_backends.opensearch import generations, writes
 from retrieval_backends.opensearch.client import ClientOptions, build_client, call, is_timeout
 from retrieval_backends.opensearch.mappings import ANALYZERS, FALLBACK_ANALYZER, Names
@@ -77,17 +82,15 @@ class OpenSearchRetrievalBackend(CanonicalStoreMixin, KnowledgeRetrievalBackend)
         *,
         model: str | None = None,
     ) -> list[LaneHit]:
-        if scope.sees_nothing or limit <= 0:
+        if not vector_lane_can_match(scope, query_embedding, dimensions, limit):
             return []
-        if len(query_embedding) != dimensions:
-            raise ValueError(f"query vector has {len(query_embedding)} dimensions, expected {dimensions}")
         body = vector_body(scope, query_embedding, limit, model, self.lane_timeout_ms)
         return to_hits(self._search(self.names.vectors(dimensions), body), cosine_from_lucene=True)
 
     def keyword_search(
         self, scope: SearchScope, query_text: str, languages: Sequence[str], limit: int
     ) -> list[LaneHit]:
-        if scope.sees_nothing or limit <= 0 or not query_text.strip() or not languages:
+        if not keyword_lane_can_match(scope, query_text, languages, limit):
             return []
         body = keyword_body(scope, query_text, languages, limit, self.lane_timeout_ms)
         return to_hits(self._search(self.names.chunks, body))

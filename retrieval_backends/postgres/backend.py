@@ -9,7 +9,7 @@ from django.db import DatabaseError, connection
 from django.db.utils import OperationalError
 from psycopg import errors as pg_errors
 
-from retrieval_backends.base import BackendUnavailable, KnowledgeRetrievalBackend
+from retrieval_backends.base import BackendUnavailable, KnowledgeRetrievalBackend, keyword_lane_can_match
 from retrieval_backends.postgres import bm25, keyword, vector
 from retrieval_backends.postgres.bm25 import BM25Params
 from retrieval_backends.postgres.store import CanonicalStore, CanonicalStoreMixin
@@ -62,6 +62,8 @@ class PostgresRetrievalBackend(CanonicalStoreMixin, KnowledgeRetrievalBackend):
     def keyword_search(
         self, scope: SearchScope, query_text: str, languages: Sequence[str], limit: int
     ) -> list[LaneHit]:
+        if not keyword_lane_can_match(scope, query_text, languages, limit):
+            return []
         hits = bm25.bm25_search(
             scope, query_text, languages, limit, params=self.bm25, timeout_ms=self.lane_timeout_ms
         )

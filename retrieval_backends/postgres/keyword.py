@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from retrieval_backends.base import keyword_lane_can_match
 from retrieval_backends.postgres.sql import CHUNK, DOCUMENT, lane_fetch, rows_to_hits, scope_filter
 from retrieval_backends.types import LaneHit, SearchScope
 
@@ -28,7 +29,7 @@ def rank_sql(vector: str, query: str) -> str:
 def keyword_search(
     scope: SearchScope, query_text: str, languages: Sequence[str], limit: int, *, timeout_ms: int
 ) -> list[LaneHit]:
-    if scope.sees_nothing or limit <= 0 or not query_text.strip() or not languages:
+    if not keyword_lane_can_match(scope, query_text, languages, limit):
         return []
     where, params = scope_filter("c", scope)
     sql = (

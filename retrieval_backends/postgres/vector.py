@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from knowledge.models.documents import INDEXED_DIMENSIONS
+from retrieval_backends.base import vector_lane_can_match
 from retrieval_backends.lookup_cache import LookupCache
 from retrieval_backends.postgres.sql import (
     CHUNK,
@@ -127,10 +128,8 @@ def vector_search(
     exact_scan_max_rows: int,
     estimates: LookupCache | None = None,
 ) -> list[LaneHit]:
-    if scope.sees_nothing or limit <= 0:
+    if not vector_lane_can_match(scope, query, dimensions, limit):
         return []
-    if len(query) != dimensions:
-        raise ValueError(f"query vector has {len(query)} dimensions, expected {dimensions}")
     where, params = _candidate_sql(scope, dimensions, model)
     args = [vector_literal(query), *params, limit]
     if dimensions in INDEXED_DIMENSIONS:
