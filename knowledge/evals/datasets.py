@@ -18,6 +18,7 @@ from knowledge.services.ingestion import IngestStats, documents_ingest
 
 FIXTURE_DIR = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "retrieval"
 FIXTURE_TENANT = "evals-fixture"
+BEIR_TENANT_PREFIX = "beir-"
 CONNECTOR_NAME = "evals-corpus"
 
 
@@ -47,7 +48,12 @@ def load_dataset(root: Path, split: str, name: str | None = None) -> Dataset:
 
 def default_tenant_slug(root: Path) -> str:
     """`beir-<folder name>`, e.g. `beir-scifact`."""
-    return f"beir-{slugify(root.resolve().name)}"[:64]
+    return f"{BEIR_TENANT_PREFIX}{slugify(root.resolve().name)}"[:64]
+
+
+def is_eval_tenant(slug: str) -> bool:
+    """A tenant `manage.py evals retrieval` made for its corpus (the fixture's, or a BEIR one's)."""
+    return slug == FIXTURE_TENANT or slug.startswith(BEIR_TENANT_PREFIX)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
 from knowledge.checks import plugin_hint
-from knowledge.evals.datasets import FIXTURE_TENANT
+from knowledge.evals.datasets import is_eval_tenant
 from knowledge.models import Tenant
 from knowledge.pipeline.active import active_embedder, active_spec
 from knowledge.pipeline.validation import validate_pipeline
@@ -105,11 +105,6 @@ def check_keyword_statistics() -> list[Finding]:
 EVAL_FIX = "re-run `manage.py evals retrieval` (add --reingest for a BEIR corpus), or delete the tenant"
 
 
-def is_eval_corpus(slug: str) -> bool:
-    """A tenant `manage.py evals retrieval` made for its corpus (the fixture's, or `beir-<name>`)."""
-    return slug == FIXTURE_TENANT or slug.startswith("beir-")
-
-
 def check_embeddings() -> list[Finding]:
     try:
         spec = active_spec()
@@ -125,7 +120,7 @@ def check_embeddings() -> list[Finding]:
     findings = []
     for slug, embedded, current, others in rows:
         held = ", ".join(others or [])
-        if current == 0 and is_eval_corpus(slug):
+        if current == 0 and is_eval_tenant(slug):
             message = (
                 f"evaluation corpus {slug}: its chunks hold {held}, not the active embedder {active}; "
                 "evals on it would measure no vector lane"
