@@ -263,13 +263,21 @@ def query_words(rng: random.Random, vocabulary: list[str], cumulative: list[floa
 
 
 def make_queries(count: int, seed: int, long: bool = False) -> list[tuple[list[float], str]]:
-    """Vectors near random corpus vectors, and words (see `query_words`)."""
+    """Vectors near random corpus vectors, and words (see `query_words`).
+
+    Only the benchmark's own vectors: a database that also holds another corpus of the same dimension
+    (the SciFact tenants of bench/keyword_latency.py) would otherwise lend it queries from a region of
+    the graph where none of the benchmark tenant's vectors are.
+    """
     from django.db import connection
 
     rng = random.Random(seed + 1)
     vocabulary, cumulative = make_vocabulary(random.Random(seed)), zipf_cumulative(VOCAB_SIZE)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT chunk_id FROM knowledge_chunkembedding WHERE dimensions = %s", [DIM])
+        cursor.execute(
+            "SELECT chunk_id FROM knowledge_chunkembedding WHERE dimensions = %s AND model = %s ORDER BY 1",
+            [DIM, MODEL],
+        )
         ids = rng.sample([row[0] for row in cursor.fetchall()], count)
         cursor.execute(
             "SELECT embedding::text FROM knowledge_chunkembedding WHERE chunk_id = ANY(%s) ORDER BY chunk_id",

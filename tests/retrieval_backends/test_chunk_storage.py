@@ -1,0 +1,84 @@
+"""Chunks keep their tsvector in the row: the keyword lane reads it for every candidate it scores."""
+
+from __future__ import annotations
+
+import importlib
+import random
+
+import pytest
+from django.db import connection
+
+from knowledge.services.documents import document_upsert
+from tests.factories import ConnectorFactory
+
+pytestmark = pytest.mark.django_db
+migration = importlib.import_module("knowledge.migrations.0016_chunk_search_vector_inline")
+
+
+def long_text(seed: int) -> str:
+    """About 250 distinct-ish words: content and tsvector together pass the 2 kB TOAST threshold."""
+    rng = random.Random(seed)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return " ".join("".join(rng.choices(letters, k=rng.randint(5, 10))) for _ in range(250))
+
+
+def out_of_line(document_id: int) -> list[bool]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_column_toast_chunk_id(search_vector) IS NOT NULL FROM knowledge_chunk "
+            "WHERE document_id = %s ORDER BY chunk_index",
+            [document_id],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+def vectors(document_id: int) -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT search_vector::text FROM knowledge_chunk WHERE document_id = %s ORDER BY chunk_index",
+            [document_id],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+@pytest.fixture
+def requires_pg17() -> None:
+    if connection.pg_version < 170000:  # type: ignore[attr-defined]
+        pytest.skip("pg_column_toast_chunk_id needs PostgreSQL 17")
+
+
+def test_a_long_chunk_keeps_its_tsvector_in_the_row(requires_pg17: None) -> None:
+    connector = ConnectorFactory.create()
+    doc = document_upsert(connector=connector, external_id="long", content=long_text(1), is_public=True)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_column_size(content) + pg_column_size(search_vector) > 2032, "
+            "pg_column_toast_chunk_id(content) IS NOT NULL FROM knowledge_chunk WHERE document_id = %s",
+            [doc.document.pk],
+        )
+        big, content_out = cursor.fetchone()
+    assert big and content_out  # the row had to shed something, and it was the content
+    assert out_of_line(doc.document.pk) == [False]
+
+
+def test_the_migration_brings_out_of_line_vectors_back_unchanged(requires_pg17: None) -> None:
+    connector = ConnectorFactory.create()
+    doc = document_upsert(connector=connector, external_id="long", content=long_text(2), is_public=True)
+    pk = doc.document.pk
+    before = vectors(pk)
+    with connection.cursor() as cursor:  # what a table created before the migration holds
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute(migration.STORAGE.format(storage="EXTERNAL"))
+        cursor.execute(migration.REWRITE.format(condition=f"document_id = {pk}"))
+        cursor.execute(migration.STORAGE.format(storage="MAIN"))
+    assert out_of_line(pk) == [True]
+    with connection.schema_editor() as editor:
+        migration.rewrite_out_of_line(None, editor)
+    assert out_of_line(pk) == [False]
+    assert vectors(pk) == before
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'knowledge_chunk'::regclass "
+            "AND NOT tgisinternal AND tgenabled = 'D'"
+        )
+        assert cursor.fetchone()[0] == 0  # the triggers are on again
