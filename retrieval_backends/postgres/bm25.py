@@ -32,7 +32,7 @@ from typing import Any
 
 from knowledge.models.documents import TENANT_LEXEMES_FUNCTION
 from retrieval_backends.lookup_cache import LookupCache
-from retrieval_backends.postgres.sql import CHUNK, lane_fetch, rows_to_hits, scope_filter
+from retrieval_backends.postgres.sql import CHUNK, prepared_lane_fetch, rows_to_hits, scope_filter
 from retrieval_backends.types import LaneHit, SearchScope
 
 STATS = "knowledge_keywordstatistics"
@@ -131,7 +131,13 @@ def bm25_search(
         **filter_params,
     }
     # JIT only adds compile time to a statement like this one (as in the vector lane).
-    [rows] = lane_fetch(timeout_ms, [(BM25_SQL.replace("{where}", where), args)], jit="off")
+    # Prepared once per connection, with a generic plan: the plan is the same for every query anyway.
+    [rows] = prepared_lane_fetch(
+        timeout_ms,
+        [(BM25_SQL.replace("{where}", where), args)],
+        jit="off",
+        plan_cache_mode="force_generic_plan",
+    )
     return rows_to_hits(rows)
 
 

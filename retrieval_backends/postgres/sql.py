@@ -7,7 +7,9 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 from django.db import DatabaseError, connection, transaction
+from psycopg.errors import InvalidSqlStatementName
 
+from retrieval_backends.postgres import prepared
 from retrieval_backends.types import PARENT_UNKNOWN, AccessScope, LaneHit
 
 CHUNK = "knowledge_chunk"
@@ -83,36 +85,71 @@ def lane_fetch(
     statement. With server-side binding (no multi-statement messages) it falls back to
     `lane_settings`.
     """
+    return _lane_fetch(timeout_ms, statements, False, gucs)
+
+
+def prepared_lane_fetch(
+    timeout_ms: int, statements: Sequence[tuple[str, Params]], **gucs: str | int
+) -> list[list[tuple[Any, ...]]]:
+    """`lane_fetch` of statements prepared on the connection (see `prepared`): only for statements
+    whose plan must not depend on their parameters."""
+    return _lane_fetch(timeout_ms, statements, True, gucs)
+
+
+def _lane_fetch(
+    timeout_ms: int, statements: Sequence[tuple[str, Params]], prepare: bool, gucs: Mapping[str, str | int]
+) -> list[list[tuple[Any, ...]]]:
     if connection.settings_dict.get("OPTIONS", {}).get("server_side_binding", False):
         return _fetch_in_steps(timeout_ms, statements, gucs)
+    try:
+        return _fetch(timeout_ms, statements, prepare, gucs)
+    except DatabaseError as exc:
+        if not (prepare and isinstance(exc.__cause__, InvalidSqlStatementName)):
+            raise
+    # Deallocated behind our back (DEALLOCATE ALL, DISCARD ALL): prepared again, once.
+    return _fetch(timeout_ms, statements, prepare, gucs)
+
+
+def _fetch(
+    timeout_ms: int, statements: Sequence[tuple[str, Params]], prepare: bool, gucs: Mapping[str, str | int]
+) -> list[list[tuple[Any, ...]]]:
     names, values = _settings(timeout_ms, gucs)
-    parts = [
-        "SELECT "
-        + ", ".join(
-            f"set_config({_literal(n)}, {_literal(v)}, true)" for n, v in zip(names, values, strict=True)
-        ),
-        *(sql for sql, _ in statements),
-    ]
     nested = connection.in_atomic_block
-    if nested:
-        parts = [
-            f"SAVEPOINT {SAVEPOINT}",
-            *parts,
-            f"ROLLBACK TO SAVEPOINT {SAVEPOINT}",
-            f"RELEASE SAVEPOINT {SAVEPOINT}",
-        ]
     with connection.cursor() as cursor:
+        raw = connection.connection
+        bodies = [[sql] for sql, _ in statements]
+        if prepare:
+            known = prepared.known_statements(cursor, raw)
+            bodies = [prepared.execute_parts(sql, params, known) for sql, params in statements]
+        parts = [
+            "SELECT "
+            + ", ".join(
+                f"set_config({_literal(n)}, {_literal(v)}, true)" for n, v in zip(names, values, strict=True)
+            ),
+            *(part for body in bodies for part in body),
+        ]
+        if nested:
+            parts = [
+                f"SAVEPOINT {SAVEPOINT}",
+                *parts,
+                f"ROLLBACK TO SAVEPOINT {SAVEPOINT}",
+                f"RELEASE SAVEPOINT {SAVEPOINT}",
+            ]
         try:
             cursor.execute(";\n".join(parts), _merged(statements))
         except Exception:
+            if prepare:
+                prepared.forget(raw)
             if nested:
                 _recover(cursor)
             raise
+        if prepare:
+            prepared.remember(raw, [sql for sql, _ in statements])
         for _ in range(2 if nested else 1):  # skip the savepoint and the settings
             cursor.nextset()
         results = []
-        for index in range(len(statements)):
-            if index:
+        for index, body in enumerate(bodies):
+            for _ in range(len(body) - 1 + (1 if index else 0)):  # its PREPARE; the previous result
                 cursor.nextset()
             results.append(cursor.fetchall())
         return results

@@ -16,7 +16,7 @@ import pytest
 from django.db import connection
 
 from knowledge.models import Tenant
-from retrieval_backends.postgres import PostgresRetrievalBackend
+from retrieval_backends.postgres import PostgresRetrievalBackend, prepared
 from retrieval_backends.postgres.bm25 import BM25_SQL, BM25Params, _named_filter
 from retrieval_backends.types import ChunkInput, SearchScope
 from tests.factories import DocumentFactory
@@ -68,16 +68,29 @@ def nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
         yield from nodes(child)
 
 
-def candidate_scans(tenant_id: int) -> list[dict[str, Any]]:
+def explained(sql: str, args: dict[str, Any], generic: bool) -> Any:
+    """EXPLAIN ANALYZE of the statement as written, or of the generic plan the lane executes."""
+    with connection.cursor() as cursor:
+        if not generic:
+            cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, args)
+            return cursor.fetchone()[0]
+        prepare, execute = prepared.execute_parts(sql, args, set())
+        cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        cursor.execute(prepare, args)
+        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + execute, args)
+        plan = cursor.fetchone()[0]
+        cursor.execute(f"DEALLOCATE {prepared.statement_name(sql)}")
+        return plan
+
+
+def candidate_scans(tenant_id: int, generic: bool = False) -> list[dict[str, Any]]:
     scope = SearchScope(tenant_id=tenant_id, principal_tokens=frozenset({"public"}))
     where, filter_params = _named_filter(scope)
     params = BM25Params()
     args: dict[str, Any] = {"languages": ["simple"], "query": QUERY, "tenant": tenant_id}
     args["budget"] = params.budget_for(50)
     args |= {"k1": params.k1, "b": params.b, "limit": 50, **filter_params}
-    with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + BM25_SQL.replace("{where}", where), args)
-        plan = cursor.fetchone()[0]
+    plan = explained(BM25_SQL.replace("{where}", where), args, generic)
     plan = json.loads(plan) if isinstance(plan, str) else plan
     return [
         node
@@ -87,15 +100,16 @@ def candidate_scans(tenant_id: int) -> list[dict[str, Any]]:
     ]
 
 
+@pytest.mark.parametrize("generic", [False, True], ids=["custom-plan", "generic-plan"])
 @pytest.mark.parametrize("analyzed", [False, True], ids=["fresh-bulk-load", "after-analyze"])
-def test_the_candidate_scan_runs_once_whatever_the_statistics(analyzed: bool) -> None:
+def test_the_candidate_scan_runs_once_whatever_the_statistics(analyzed: bool, generic: bool) -> None:
     tenant_id = DocumentFactory.create().tenant_id
     bulk_load(tenant_id)
     clear_statistics()
     if analyzed:
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE knowledge_chunk, knowledge_keywordterm, knowledge_keywordstatistics")
-    scans = candidate_scans(tenant_id)
+    scans = candidate_scans(tenant_id, generic)
     assert scans, "the candidate scan was not found in the plan"
     assert sum(node["Actual Rows"] for node in scans) > 100  # many candidates: a re-scan would show
     assert [node["Actual Loops"] for node in scans] == [1] * len(scans)

@@ -6,8 +6,8 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from retrieval_backends.postgres import PostgresRetrievalBackend
-from retrieval_backends.postgres.sql import lane_fetch
+from retrieval_backends.postgres import PostgresRetrievalBackend, prepared
+from retrieval_backends.postgres.sql import lane_fetch, prepared_lane_fetch
 
 
 def setting(name: str) -> str:
@@ -52,3 +52,52 @@ def test_inside_a_transaction_settings_are_undone_and_a_timeout_leaves_it_usable
         with connection.cursor() as cursor:  # the enclosing transaction and its writes survived
             cursor.execute("SELECT x FROM lane_probe")
             assert cursor.fetchall() == [(1,)]
+
+
+# --- prepared lane statements ------------------------------------------------------------------------------
+NAMED = "SELECT %(word)s::text || %(n)s::int, %(n)s::int * 2, '100%%'"
+POSITIONAL = "SELECT %s::int + %s::int"
+
+
+def test_placeholders_become_numbered_parameters() -> None:
+    assert prepared.to_server_placeholders(NAMED) == (
+        "SELECT $1::text || $2::int, $2::int * 2, '100%%'",
+        ["word", "n"],
+    )
+    assert prepared.to_server_placeholders(POSITIONAL) == ("SELECT $1::int + $2::int", [0, 1])
+
+
+def run_prepared() -> tuple[list[list[tuple[object, ...]]], list[str]]:
+    with CaptureQueriesContext(connection) as queries:
+        rows = prepared_lane_fetch(
+            1000, [(NAMED, {"word": "x", "n": 4}), ("SELECT %(other)s::text, 2", {"other": "y"})]
+        )
+        rows += prepared_lane_fetch(1000, [(POSITIONAL, [2, 3])])
+    return rows, [q["sql"] for q in queries]
+
+
+def check_prepared() -> None:
+    expected = [[("x4", 8, "100%")], [("y", 2)], [(5,)]]
+    first, sent = run_prepared()
+    assert first == expected and len(sent) <= 3  # (a look-up of the connection's statements, once)
+    assert [s.count("PREPARE") for s in sent[-2:]] == [2, 1]
+    again, sent = run_prepared()
+    assert again == expected and len(sent) == 2 and "PREPARE" not in " ".join(sent)  # planned once
+    with connection.cursor() as cursor:
+        cursor.execute("DEALLOCATE ALL")  # what a pooler's DISCARD ALL does behind our back
+    assert run_prepared()[0] == expected
+    with pytest.raises(Exception) as raised:  # a failure leaves the statements uncertain ...
+        prepared_lane_fetch(50, [("SELECT pg_sleep(%s)", [0.5])])
+    assert PostgresRetrievalBackend().is_search_timeout(raised.value)
+    assert run_prepared()[0] == expected  # ... so they are read again from the server
+
+
+@pytest.mark.django_db(transaction=True)
+def test_prepared_statements_outside_a_transaction() -> None:
+    check_prepared()
+
+
+@pytest.mark.django_db
+def test_prepared_statements_inside_a_transaction() -> None:
+    with transaction.atomic():
+        check_prepared()
