@@ -12,6 +12,7 @@ from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
 from knowledge.models import ApiKey
+from knowledge.selectors.api_keys import api_key_by_lookup_id
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
@@ -51,7 +52,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         parts = plain.split("_", 2)
         if len(parts) != 3:
             raise exceptions.AuthenticationFailed("Invalid API key.")
-        key = ApiKey.objects.select_related("tenant", "principal").filter(lookup_id=parts[1]).first()
+        key = api_key_by_lookup_id(parts[1])
         if key is None or not key.matches(plain):
             raise exceptions.AuthenticationFailed("Invalid API key.")
         if key.revoked_at is not None:

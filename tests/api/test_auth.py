@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from datetime import timedelta
 from io import StringIO
+from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -12,8 +13,9 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from knowledge.models import ApiKey, Tenant
+from knowledge.selectors.api_keys import api_key_by_lookup_id
 from tests.api.conftest import ClientMaker, assert_error, client_for, issue_key, post
-from tests.factories import TenantFactory
+from tests.factories import PrincipalFactory, TenantFactory
 
 SEARCH = {"query": "anything"}
 
@@ -150,3 +152,27 @@ def test_create_api_key_refuses_bad_arguments(tenant: Tenant, args: tuple[str, .
     with pytest.raises(CommandError):
         call_command("create_api_key", *args, stdout=StringIO())
     assert not ApiKey.objects.exists()
+
+
+def model_values(instance: object) -> dict[str, object]:
+    return {f.attname: getattr(instance, f.attname) for f in type(instance)._meta.concrete_fields}  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("with_principal", [False, True], ids=["tenant-key", "user-key"])
+def test_the_key_lookup_reads_what_the_orm_reads(
+    tenant: Tenant, with_principal: bool, django_assert_num_queries: Any
+) -> None:
+    principal = PrincipalFactory.create(tenant=tenant, kind="user") if with_principal else None
+    key, _ = ApiKey.issue(tenant=tenant, name="k", scopes=["search"], principal=principal)
+    ApiKey.objects.filter(pk=key.pk).update(last_used_at=timezone.now(), revoked_at=timezone.now())
+    orm = ApiKey.objects.select_related("tenant", "principal").get(pk=key.pk)
+    with django_assert_num_queries(1):  # the key, its tenant and principal: nothing loaded later
+        found = api_key_by_lookup_id(key.lookup_id)
+        assert found is not None
+        assert model_values(found) == model_values(orm)
+        assert model_values(found.tenant) == model_values(orm.tenant)
+        assert (found.principal and model_values(found.principal)) == (
+            orm.principal and model_values(orm.principal)
+        )
+    assert found.pk == key.pk and not found._state.adding
+    assert api_key_by_lookup_id("nosuchkey") is None

@@ -74,12 +74,14 @@ def explained(sql: str, args: dict[str, Any], generic: bool) -> Any:
         if not generic:
             cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, args)
             return cursor.fetchone()[0]
-        prepare, execute = prepared.execute_parts(sql, args, set())
+        known = prepared.known_statements(cursor, connection.connection)  # (earlier tests' too)
+        *prepare, execute = prepared.execute_parts(sql, args, known)
         cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-        cursor.execute(prepare, args)
+        for statement in prepare:
+            cursor.execute(statement, args)
+        prepared.remember(connection.connection, [sql])
         cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + execute, args)
         plan = cursor.fetchone()[0]
-        cursor.execute(f"DEALLOCATE {prepared.statement_name(sql)}")
         return plan
 
 
