@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 PLACEHOLDER = re.compile(r"%%|%\((\w+)\)s|%s")
+# Raw connection -> names prepared on it. Each thread has its own connections, but they share the map.
 _known: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
 
 
 def statement_name(sql: str) -> str:
@@ -41,16 +44,20 @@ def to_server_placeholders(sql: str) -> tuple[str, list[str | int]]:
 
 def known_statements(cursor: Any, raw_connection: Any) -> set[str]:
     """The statement names prepared on this connection (read from the server when not known)."""
-    names = _known.get(raw_connection)
+    with _lock:
+        names = _known.get(raw_connection)
     if names is None:
         cursor.execute("SELECT name FROM pg_prepared_statements")
-        names = _known[raw_connection] = {row[0] for row in cursor.fetchall()}
-    return names
+        names = {row[0] for row in cursor.fetchall()}
+        with _lock:
+            _known[raw_connection] = names
+    return set(names)
 
 
 def forget(raw_connection: Any) -> None:
     """After a failure the connection's statements are uncertain: read them again next time."""
-    _known.pop(raw_connection, None)
+    with _lock:
+        _known.pop(raw_connection, None)
 
 
 def execute_parts(sql: str, params: Sequence[Any] | Mapping[str, Any], names: set[str]) -> list[str]:
@@ -65,4 +72,5 @@ def execute_parts(sql: str, params: Sequence[Any] | Mapping[str, Any], names: se
 
 
 def remember(raw_connection: Any, sqls: Sequence[str]) -> None:
-    _known.setdefault(raw_connection, set()).update(statement_name(sql) for sql in sqls)
+    with _lock:
+        _known.setdefault(raw_connection, set()).update(statement_name(sql) for sql in sqls)
