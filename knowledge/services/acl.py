@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from django.db.models import Q
 
@@ -23,16 +24,25 @@ def tokens_for(*, is_public: bool, principal_ids: Iterable[int], kinds: Mapping[
     return sorted(tokens)
 
 
-def document_grants(document_ids: Iterable[int]) -> tuple[dict[int, list[int]], dict[int, str]]:
-    """Each document's granted principal ids, and the kind of every such principal (for `tokens_for`)."""
-    grants: dict[int, list[int]] = defaultdict(list)
-    through = Document.allowed_principals.through
+def grants_of(through: Any, document_ids: Iterable[int]) -> dict[int, set[int]]:
+    """Each document's principal ids in a grants table (`allowed_principals` or `source_principals`)."""
+    found: dict[int, set[int]] = defaultdict(set)
     for document_id, principal_id in through.objects.filter(document_id__in=list(document_ids)).values_list(
         "document_id", "principal_id"
     ):
-        grants[document_id].append(principal_id)
-    ids = {p for found in grants.values() for p in found}
-    return grants, dict(Principal.objects.filter(pk__in=ids).values_list("pk", "kind"))
+        found[document_id].add(principal_id)
+    return found
+
+
+def principal_kinds(principal_ids: Iterable[int]) -> dict[int, str]:
+    """The kind of each principal (what `tokens_for` needs)."""
+    return dict(Principal.objects.filter(pk__in=set(principal_ids)).values_list("pk", "kind"))
+
+
+def document_grants(document_ids: Iterable[int]) -> tuple[dict[int, set[int]], dict[int, str]]:
+    """Each document's granted principal ids, and the kind of every such principal (for `tokens_for`)."""
+    grants = grants_of(Document.allowed_principals.through, document_ids)
+    return grants, principal_kinds(p for found in grants.values() for p in found)
 
 
 def acl_tokens(*, is_public: bool, principals: Iterable[Principal]) -> list[str]:

@@ -17,9 +17,9 @@ from typing import Any
 from django.db import OperationalError, transaction
 from django.utils import timezone
 
-from knowledge.models import Connector, Document, Principal
+from knowledge.models import Connector, Document
 from knowledge.services.access import documents_access_sync
-from knowledge.services.acl import acl_keys, principals_resolve, tokens_for
+from knowledge.services.acl import acl_keys, grants_of, principal_kinds, principals_resolve, tokens_for
 from knowledge.services.chunks import PreparedChunks, chunks_replace
 from knowledge.services.writes.prepare import Prepared
 from knowledge.services.writes.validate import Resolved
@@ -92,15 +92,6 @@ def _locked_rows(connector: Connector, items: Sequence[Resolved]) -> list[Docume
         if {row.external_id for row in rows} == wanted:
             return rows
     raise OperationalError(f"documents of connector {connector.pk} kept being deleted while being written")
-
-
-def _grants(through: Any, document_ids: list[int]) -> dict[int, set[int]]:
-    found: dict[int, set[int]] = defaultdict(set)
-    for document_id, principal_id in through.objects.filter(document_id__in=document_ids).values_list(
-        "document_id", "principal_id"
-    ):
-        found[document_id].add(principal_id)
-    return found
 
 
 def _plan(
@@ -176,11 +167,7 @@ def _write_rows(plans: list[_Plan]) -> None:
 
 
 def _write_chunks(plans: list[_Plan], prepared: dict[str, Prepared], created: set[str]) -> int:
-    kinds = dict(
-        Principal.objects.filter(pk__in={pk for p in plans for pk in p.effective_grants}).values_list(
-            "pk", "kind"
-        )
-    )
+    kinds = principal_kinds(pk for p in plans for pk in p.effective_grants)
     by_model: dict[str, list[PreparedChunks]] = defaultdict(list)
     for plan in plans:
         ready = prepared[plan.item.external_id]
@@ -207,8 +194,8 @@ def apply_batch(
         rows = _locked_rows(connector, items)
         pks = [r.pk for r in rows]
         grants = {
-            "effective": _grants(Document.allowed_principals.through, pks),
-            "source": _grants(Document.source_principals.through, pks),
+            "effective": grants_of(Document.allowed_principals.through, pks),
+            "source": grants_of(Document.source_principals.through, pks),
         }
         by_id = {item.external_id: item for item in items}
         plans = [_plan(row, by_id[row.external_id], grants, ids) for row in rows]
