@@ -7,10 +7,15 @@ from typing import Any
 MAX_JSON_DEPTH = 32
 
 
+def has_lone_surrogate(text: str) -> bool:
+    """Whether `text` holds a surrogate code point (valid JSON escapes, but not encodable as UTF-8)."""
+    return any("\ud800" <= ch <= "\udfff" for ch in text)
+
+
 def _text_problem(text: str) -> str | None:
     if "\x00" in text:
         return "Null characters are not allowed."
-    if any("\ud800" <= ch <= "\udfff" for ch in text):
+    if has_lone_surrogate(text):
         return "Surrogate characters are not allowed."
     return None
 

@@ -15,7 +15,7 @@ from django.forms.fields import InvalidJSONInput
 from django.http import HttpRequest
 
 from knowledge.errors import KnowledgeError
-from knowledge.json_values import json_problem
+from knowledge.json_values import has_lone_surrogate, json_problem
 from knowledge.models import Chunk, ChunkEmbedding
 
 
@@ -55,7 +55,7 @@ class JsonValueField(forms.JSONField):
 
     def prepare_value(self, value: Any) -> Any:
         text = super().prepare_value(value)
-        if isinstance(text, str) and any("\ud800" <= ch <= "\udfff" for ch in text):
+        if isinstance(text, str) and has_lone_surrogate(text):
             return json.dumps(value, cls=self.encoder)  # escaped: a lone surrogate cannot be sent as UTF-8
         return text
 
