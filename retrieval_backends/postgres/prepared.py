@@ -14,6 +14,7 @@ import re
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 PLACEHOLDER = re.compile(r"%%|%\((\w+)\)s|%s")
@@ -60,11 +61,18 @@ def forget(raw_connection: Any) -> None:
         _known.pop(raw_connection, None)
 
 
+@lru_cache(maxsize=256)
+def _server_form(sql: str) -> tuple[str, str, tuple[str | int, ...]]:
+    """A statement's name, its text with $n placeholders and what each stands for; computed once
+    per text (a lane's texts are few: one per shape of its scope filter)."""
+    server_sql, order = to_server_placeholders(sql)
+    return statement_name(sql), server_sql, tuple(order)
+
+
 def execute_parts(sql: str, params: Sequence[Any] | Mapping[str, Any], names: set[str]) -> list[str]:
     """The PREPARE (when this connection lacks it) and the EXECUTE standing for `sql`; the EXECUTE
     takes the statement's own parameters, named or positional alike."""
-    name = statement_name(sql)
-    server_sql, order = to_server_placeholders(sql)
+    name, server_sql, order = _server_form(sql)
     named = isinstance(params, Mapping)
     arguments = ", ".join(f"%({key})s" if named else "%s" for key in order)
     parts = [] if name in names else [f"PREPARE {name} AS {server_sql}"]
@@ -73,4 +81,4 @@ def execute_parts(sql: str, params: Sequence[Any] | Mapping[str, Any], names: se
 
 def remember(raw_connection: Any, sqls: Sequence[str]) -> None:
     with _lock:
-        _known.setdefault(raw_connection, set()).update(statement_name(sql) for sql in sqls)
+        _known.setdefault(raw_connection, set()).update(_server_form(sql)[0] for sql in sqls)
