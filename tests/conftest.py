@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from django.test import Client
 
 from knowledge.pipeline.active import forget_active_embedder
 from knowledge.pipeline.registry import reset_pipeline
 from knowledge.selectors.search import close_lane_connections
 from retrieval_backends.registry import reset_backend
+from tests.factories import UserFactory
 
 
 @pytest.fixture(autouse=True)
@@ -28,3 +30,10 @@ def _close_lane_connections(django_db_setup: None) -> Iterator[None]:
     """Search lanes keep connections in pool threads; close them before the test database is dropped."""
     yield
     close_lane_connections()
+
+
+@pytest.fixture
+def staff(client: Client) -> Client:
+    """Django's test client, logged in as a staff superuser (the admin and the staff pages)."""
+    client.force_login(UserFactory.create())
+    return client

@@ -12,7 +12,7 @@ from django.urls import reverse
 from knowledge.models import Chunk, Connector, Document
 from knowledge.services.connector_sync import connector_sync
 from knowledge.services.documents import document_clear_acl_override, document_restore, document_soft_delete
-from tests.factories import ConnectorFactory, GroupFactory, PrincipalFactory, UserFactory
+from tests.factories import ConnectorFactory, GroupFactory, PrincipalFactory
 from tests.knowledge.admin_forms import post_document_change
 
 pytestmark = pytest.mark.django_db
@@ -26,12 +26,6 @@ def tokens(document: Document) -> set[tuple[str, ...]]:
     return {
         tuple(sorted(t)) for t in Chunk.objects.filter(document=document).values_list("acl_tokens", flat=True)
     }
-
-
-@pytest.fixture
-def staff(client: Client) -> Client:
-    client.force_login(UserFactory.create())
-    return client
 
 
 def test_resync_keeps_an_admins_acl_override(tmp_path: Path, staff: Client) -> None:

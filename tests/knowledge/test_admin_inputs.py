@@ -14,15 +14,9 @@ from django.utils import timezone
 from knowledge.models import Connector, Document
 from knowledge.services.connector_sync import connectors_due
 from knowledge.services.documents import document_upsert
-from tests.factories import ConnectorFactory, EnvironmentFactory, UserFactory
+from tests.factories import ConnectorFactory, EnvironmentFactory
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def staff(client: Client) -> Client:
-    client.force_login(UserFactory.create())
-    return client
 
 
 def _connector_form(connector: Connector, **changes: object) -> dict[str, object]:

@@ -18,16 +18,10 @@ from knowledge.services.documents import document_upsert
 from retrieval_backends.registry import reset_backend
 from retrieval_backends.types import SearchScope
 from tests.embedding_stub import Fault, embedding_server
-from tests.factories import ConnectorFactory, TenantFactory, UserFactory
+from tests.factories import ConnectorFactory, TenantFactory
 from tests.knowledge.fake_backends import RecordingIndexBackend
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def staff(client: Client) -> Client:
-    client.force_login(UserFactory.create())
-    return client
 
 
 def _form(document: Document, **changes: object) -> dict[str, object]:

@@ -13,7 +13,6 @@ from django.test import Client
 
 from knowledge.errors import NotFound
 from knowledge.selectors.eval_reports import eval_report_get, eval_run_get, eval_run_list
-from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -32,12 +31,6 @@ def saved_run(folder: Path) -> Path:
     args = ["--configs", "keyword", "hybrid", "--k", "5,10", "--json", str(folder / "run.json")]
     call_command("evals", "retrieval", *args, "--markdown", str(folder / "run.md"), stdout=io.StringIO())
     return folder
-
-
-@pytest.fixture
-def staff(client: Client) -> Client:
-    client.force_login(UserFactory.create())
-    return client
 
 
 def test_staff_only(client: Client, folder: Path) -> None:

@@ -13,7 +13,6 @@ from rest_framework.test import APIClient
 from knowledge.models import ApiKey, Connector, Principal, Tenant
 from knowledge.pages.highlight import Segment, snippet
 from knowledge.services.documents import document_upsert
-from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 URL = "/playground/"
@@ -24,12 +23,6 @@ def seeded(db: None) -> None:
     from django.core.management import call_command
 
     call_command("seed_demo", verbosity=0)
-
-
-@pytest.fixture
-def staff(client: Client) -> Client:
-    client.force_login(UserFactory.create())
-    return client
 
 
 def user_id(email: str, tenant: str = "primary") -> str:
