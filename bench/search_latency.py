@@ -367,8 +367,8 @@ def scope_for(tenant_id: int, group: str) -> Any:
     return SearchScope(tenant_id=tenant_id, principal_tokens=frozenset({group_tokens(tenant_id)[group]}))
 
 
-def opensearch_paths(scope: Any) -> dict[str, Callable[[Any], Any]]:
-    from bench import opensearch_paths as raw
+def service_paths(scope: Any) -> dict[str, Callable[[Any], Any]]:
+    """The backend's lanes and the hybrid search, whichever backend is configured."""
     from knowledge.selectors.search import search_chunks
     from retrieval_backends.registry import get_backend
 
@@ -377,32 +377,27 @@ def opensearch_paths(scope: Any) -> dict[str, Callable[[Any], Any]]:
         "vector_lane": lambda q: backend.vector_search(scope, q[0], DIM, LIMIT, model=MODEL),
         "keyword_lane": lambda q: backend.keyword_search(scope, q[1], ["english"], LIMIT),
         "hybrid": lambda q: search_chunks(scope=scope, query_text=q[1], query_embedding=q[0], limit=LIMIT),
-        "hybrid_same_depth": lambda q: search_chunks(
-            scope=scope, query_text=q[1], query_embedding=q[0], limit=LIMIT, candidates=LIMIT
-        ),
-        "raw_vector": lambda q: raw.raw_vector(q[0], LIMIT, DIM),
-        "raw_keyword": lambda q: raw.raw_keyword(q[1], LIMIT),
-    }
-
-
-def latency_paths(tenant_id: int, long_queries: bool) -> dict[str, Callable[[Any], Any]]:
-    from knowledge.selectors.search import search_chunks
-    from retrieval_backends.postgres.keyword import keyword_search as ts_rank_lane
-    from retrieval_backends.registry import get_backend
-
-    backend, scope = get_backend(), scope_for(tenant_id, "v100")
-    if backend.name == "opensearch":
-        return opensearch_paths(scope)
-    paths: dict[str, Callable[[Any], Any]] = {
-        "vector_lane": lambda q: backend.vector_search(scope, q[0], DIM, LIMIT, model=MODEL),
-        "keyword_lane": lambda q: backend.keyword_search(scope, q[1], ["english"], LIMIT),
-        # The lane before BM25 (and its fallback without statistics): OR query ranked by ts_rank.
-        "keyword_lane_ts_rank": lambda q: ts_rank_lane(scope, q[1], ["english"], LIMIT, timeout_ms=5000),
-        "hybrid": lambda q: search_chunks(scope=scope, query_text=q[1], query_embedding=q[0], limit=LIMIT),
         # Lanes as deep as the raw queries (LIMIT instead of the candidates per lane): the fixed cost.
         "hybrid_same_depth": lambda q: search_chunks(
             scope=scope, query_text=q[1], query_embedding=q[0], limit=LIMIT, candidates=LIMIT
         ),
+    }
+
+
+def latency_paths(tenant_id: int, long_queries: bool) -> dict[str, Callable[[Any], Any]]:
+    from bench import opensearch_paths as raw
+    from retrieval_backends.postgres.keyword import keyword_search as ts_rank_lane
+    from retrieval_backends.registry import get_backend
+
+    scope = scope_for(tenant_id, "v100")
+    paths = service_paths(scope)
+    if get_backend().name == "opensearch":
+        paths["raw_vector"] = lambda q: raw.raw_vector(q[0], LIMIT, DIM)
+        paths["raw_keyword"] = lambda q: raw.raw_keyword(q[1], LIMIT)
+        return paths
+    paths |= {
+        # The lane before BM25 (and its fallback without statistics): OR query ranked by ts_rank.
+        "keyword_lane_ts_rank": lambda q: ts_rank_lane(scope, q[1], ["english"], LIMIT, timeout_ms=5000),
         "raw_vector": lambda q: sql_ids(RAW_VECTOR, [vector_text(q[0])]),
         "raw_keyword": lambda q: raw_bm25(tenant_id, q[1]),
         "raw_keyword_ts_rank": lambda q: sql_ids(RAW_KEYWORD, [q[1]]),
