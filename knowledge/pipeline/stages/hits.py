@@ -159,6 +159,8 @@ def _vectors(hits: Sequence[StageHit], context: StageContext) -> np.ndarray | No
 
 
 DEFAULT_HALF_LIFE = "30 00:00:00"
+DEFAULT_FIELD = "source_updated_at"
+DOCUMENT_FIELDS = {"source_updated_at", "updated_at"}  # the rest: metadata.<path>
 
 
 class Decay(HitStage):
@@ -170,14 +172,14 @@ class Decay(HitStage):
     def options_problem(self) -> str | None:
         try:
             _duration(self.options.get("half_life", DEFAULT_HALF_LIFE))
-            _check_field(str(self.options.get("field", "source_updated_at")))
+            _check_field(str(self.options.get("field", DEFAULT_FIELD)))
         except StageError as exc:
             return str(exc)
         return None
 
     def run(self, hits: Sequence[StageHit], context: StageContext) -> list[StageHit]:
         half_life = _duration(self.options.get("half_life", DEFAULT_HALF_LIFE))
-        field_name = str(self.options.get("field", "source_updated_at"))
+        field_name = str(self.options.get("field", DEFAULT_FIELD))
         stamps = _timestamps({h.document_id for h in hits}, field_name)
         now, out = timezone.now(), []
         for hit in hits:
@@ -200,7 +202,7 @@ def _duration(value: Any) -> timedelta:
 
 
 def _check_field(field_name: str) -> None:
-    if field_name not in {"source_updated_at", "updated_at"} and not (
+    if field_name not in DOCUMENT_FIELDS and not (
         field_name.startswith("metadata.") and len(field_name) > len("metadata.")
     ):
         raise StageError(
@@ -211,7 +213,7 @@ def _check_field(field_name: str) -> None:
 def _timestamps(document_ids: set[int], field_name: str) -> dict[int, datetime]:
     rows = Document.objects.filter(pk__in=document_ids)
     _check_field(field_name)
-    if field_name in {"source_updated_at", "updated_at"}:
+    if field_name in DOCUMENT_FIELDS:
         return {pk: value for pk, value in rows.values_list("pk", field_name) if value is not None}
     found = {}
     for pk, metadata in rows.values_list("pk", "metadata"):
