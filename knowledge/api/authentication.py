@@ -15,6 +15,13 @@ from knowledge.models import ApiKey
 from knowledge.selectors.api_keys import api_key_by_lookup_id
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
+LOOKUP_ID_MAX = ApiKey._meta.get_field("lookup_id").max_length or 16
+
+
+def _could_be_lookup_id(text: str) -> bool:
+    """Keys name their row by a short ASCII id; anything else (a NUL, say, which PostgreSQL cannot
+    even be asked about) matches no key and needs no query."""
+    return 0 < len(text) <= LOOKUP_ID_MAX and text.isascii() and text.isalnum()
 
 
 @dataclass(frozen=True)
@@ -50,7 +57,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
 
     def _lookup(self, plain: str) -> ApiKey:
         parts = plain.split("_", 2)
-        if len(parts) != 3:
+        if len(parts) != 3 or not _could_be_lookup_id(parts[1]):
             raise exceptions.AuthenticationFailed("Invalid API key.")
         key = api_key_by_lookup_id(parts[1])
         if key is None or not key.matches(plain):

@@ -28,7 +28,16 @@ def test_missing_key_is_401(tenant: Tenant) -> None:
 
 @pytest.mark.parametrize(
     "header",
-    ["Bearer kb_nope_nope", "Bearer not-a-key", "Basic dXNlcjpwdw==", "Bearer ", "Bearer"],
+    [
+        "Bearer kb_nope_nope",
+        "Bearer not-a-key",
+        "Basic dXNlcjpwdw==",
+        "Bearer ",
+        "Bearer",
+        "Bearer kb_ab\x00cd_secret",  # a NUL was a 500: PostgreSQL refuses it in a query
+        "Bearer kb_" + "a" * 5000 + "_secret",
+        "Bearer kb__secret",
+    ],
 )
 def test_invalid_key_is_401(tenant: Tenant, header: str) -> None:
     response = APIClient().post("/api/v1/search", SEARCH, format="json", HTTP_AUTHORIZATION=header)
