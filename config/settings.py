@@ -158,6 +158,9 @@ KNOWLEDGE_LLM_TOKEN_BUDGET = cfg.positive_int("KNOWLEDGE_LLM_TOKEN_BUDGET", 4000
 
 # --- Embedders ---------------------------------------------------------------------------------------
 KNOWLEDGE_LOCAL_EMBEDDER_THREADS = cfg.non_negative_int("KNOWLEDGE_LOCAL_EMBEDDER_THREADS", 0)
+# Search queries through a quantized copy of the local model (int8 activations, built once into the cache).
+KNOWLEDGE_LOCAL_EMBEDDER_QUERY_INT8 = cfg.boolean("KNOWLEDGE_LOCAL_EMBEDDER_QUERY_INT8", True)
+KNOWLEDGE_MODEL_CACHE_DIR = BASE_DIR / env.str("KNOWLEDGE_MODEL_CACHE_DIR", default=".cache/models")
 KNOWLEDGE_OPENAI_BASE_URL = env.str("KNOWLEDGE_OPENAI_BASE_URL", default="https://api.openai.com/v1")
 KNOWLEDGE_OPENAI_API_KEY = env.str("KNOWLEDGE_OPENAI_API_KEY", default="")
 KNOWLEDGE_OPENAI_MODEL = env.str("KNOWLEDGE_OPENAI_MODEL", default="text-embedding-3-small")

@@ -17,6 +17,7 @@ if [ "${BACKEND:-postgres}" = "opensearch" ] && [ "${OS_URL:-http://127.0.0.1:92
 fi
 $PY manage.py migrate --no-input -v 0
 $PY manage.py collectstatic --no-input -v 0
+$PY manage.py prepare_embedder >/dev/null
 DEMO="$($PY manage.py seed_demo --api-key-file .services/demo-api-key)"
 echo "$DEMO" | grep -v "API key"
 KEY="$(echo "$DEMO" | sed -n 's/^demo API key (tenant primary): //p')"

@@ -51,6 +51,25 @@ def test_a_healthy_deployment_is_all_ok() -> None:
     assert line(lines, "embeddings").startswith("OK   embeddings: indexed chunks match")
 
 
+def test_the_local_embedders_query_model_is_reported(settings, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from knowledge.pipeline.embedders import local
+
+    monkeypatch.setattr(local, "_runtimes", {})  # as in a new process: nothing loaded yet
+    settings.KNOWLEDGE_MODEL_CACHE_DIR = tmp_path
+    lines, passed = doctor()
+    assert passed  # a warning: the first search would build it
+    assert line(lines, "query model") == (
+        "WARN query model: the quantized query model is not built yet: the first search builds it "
+        "(about 4 s) → run `manage.py prepare_embedder`"
+    )
+    call_command("prepare_embedder", stdout=StringIO())
+    (built,) = tmp_path.glob("query-*.onnx")
+    reported = line(doctor()[0], "query model")
+    assert reported == f"OK   query model: search queries use the quantized copy {built}"
+    settings.KNOWLEDGE_LOCAL_EMBEDDER_QUERY_INT8 = False
+    assert not [entry for entry in doctor()[0] if "query model" in entry]
+
+
 def test_a_bad_plugin_fails_with_what_to_do(settings) -> None:  # type: ignore[no-untyped-def]
     settings.KNOWLEDGE_RERANKER = "knowledge.pipeline.fusers.rrf.RRFFuser"
     lines, passed = doctor()

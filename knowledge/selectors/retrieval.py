@@ -94,7 +94,7 @@ def vector_query(
         return None
     assert query_text is not None
     text = query_text
-    return VectorQuery(embedder.dimension, embedder.name, embed=lambda: embedder.embed(text))
+    return VectorQuery(embedder.dimension, embedder.name, embed=lambda: embedder.embed_query(text))
 
 
 def _caller_vector(

@@ -288,7 +288,7 @@ class _Run:
 def _embedded_batch(embedder: Embedder, texts: list[str]) -> list[VectorQuery | None]:
     """One vector query per text, embedded in one call; a failure is left to each vector lane to report."""
     try:
-        vectors = embedder.embed_batch(texts)
+        vectors = embedder.embed_queries(texts)
     except EmbedderError as exc:
         return [VectorQuery(embedder.dimension, embedder.name, error=exc) for _ in texts]
     return [VectorQuery(embedder.dimension, embedder.name, given=list(v)) for v in vectors]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 import pytest
@@ -9,7 +10,10 @@ from django.test import override_settings
 
 from knowledge.errors import InvalidInput
 from knowledge.models import Chunk
+from knowledge.pipeline.active import active_embedder
 from knowledge.pipeline.fusers.rrf import RRFFuser
+from knowledge.pipeline.stages.base import QueryStage
+from knowledge.pipeline.stages.types import PlannedQuery, StageContext
 from knowledge.selectors.search import Stages, search_chunks
 from knowledge.services.documents import document_soft_delete, document_upsert
 from retrieval_backends.registry import reset_backend
@@ -59,6 +63,29 @@ def test_rrf_k_is_configurable(kb) -> None:  # type: ignore[no-untyped-def]
     assert top.fusion_terms == pytest.approx({"vector": 1 / 11, "keyword": 1 / 11})
 
 
+class AlsoMice(QueryStage):
+    name = "also_mice"
+
+    def run(self, queries: Sequence[PlannedQuery], context: StageContext) -> list[PlannedQuery]:
+        return [*queries, PlannedQuery("mice hunting")]
+
+
+def test_questions_are_embedded_as_queries(kb, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Through embed_queries, which an embedder may serve faster than documents (the local one does)."""
+    _, _, scope = kb
+    embedder, asked = active_embedder(), []
+    original = embedder.embed_queries
+
+    def embed_queries(texts: Sequence[str]) -> list[list[float]]:
+        asked.append(list(texts))
+        return original(texts)
+
+    monkeypatch.setattr(embedder, "embed_queries", embed_queries)
+    assert search_chunks(scope=scope, query_text="cats purr").lanes["vector"] > 0
+    assert search_chunks(scope=scope, query_text="cats purr", pipeline=[AlsoMice()]).lanes["vector"] > 0
+    assert asked == [["cats purr"], ["cats purr", "mice hunting"]]
+
+
 def test_caller_vector_of_unknown_dimension_is_refused_with_the_known_ones(kb) -> None:  # type: ignore[no-untyped-def]
     _, _, scope = kb
     with pytest.raises(InvalidInput, match="has 3 dimensions, but the indexed vectors have 384"):
@@ -66,8 +93,6 @@ def test_caller_vector_of_unknown_dimension_is_refused_with_the_known_ones(kb) -
 
 
 def test_caller_vector_only(kb) -> None:  # type: ignore[no-untyped-def]
-    from knowledge.pipeline.active import active_embedder
-
     _, docs, scope = kb
     vector = active_embedder().embed("Container ships carry freight across the ocean.")
     result = search_chunks(scope=scope, query_embedding=vector, limit=1)

@@ -141,6 +141,23 @@ def check_embeddings() -> list[Finding]:
     return findings or [_ok("embeddings", f"indexed chunks match the active embedder {active}")]
 
 
+def check_query_model() -> list[Finding]:
+    from knowledge.pipeline.embedders.local import LocalMiniLMEmbedder, model_files
+    from knowledge.pipeline.embedders.query_model import built_query_model
+
+    try:
+        embedder = active_embedder()
+    except Exception:  # already reported by the plugin check
+        return []
+    if not isinstance(embedder, LocalMiniLMEmbedder) or not settings.KNOWLEDGE_LOCAL_EMBEDDER_QUERY_INT8:
+        return []
+    built = built_query_model(model_files()[0])
+    if built is None:
+        message = "the quantized query model is not built yet: the first search builds it (about 4 s)"
+        return [Finding("WARN", "query model", message, "run `manage.py prepare_embedder`")]
+    return [_ok("query model", f"search queries use the quantized copy {built}")]
+
+
 DATABASE_CHECKS: tuple[Callable[[], list[Finding]], ...] = (
     check_backend,
     check_keyword_statistics,
@@ -156,6 +173,7 @@ class Command(BaseCommand):
         database_up = findings[0].status == "OK"
         findings += check_redis()
         findings += check_plugins()
+        findings += check_query_model()
         for check in DATABASE_CHECKS if database_up else ():
             findings += check()
         for finding in findings:

