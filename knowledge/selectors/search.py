@@ -8,11 +8,11 @@ scores of the base retrieval. Every stage is traced; the trace is returned on re
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import connection
@@ -21,11 +21,11 @@ from knowledge.errors import InvalidInput
 from knowledge.pipeline.active import active_embedder
 from knowledge.pipeline.compressors.base import Compressor
 from knowledge.pipeline.embedders.base import Embedder, EmbedderError
-from knowledge.pipeline.fusers.base import Fuser
+from knowledge.pipeline.fusers.base import FusedHit, Fuser
 from knowledge.pipeline.llm import TokenBudget
 from knowledge.pipeline.registry import get_fuser
 from knowledge.pipeline.rerankers.base import Reranker
-from knowledge.pipeline.stages.base import HIT, QUERY, Stage
+from knowledge.pipeline.stages.base import HIT, QUERY, HitStage, Stage
 from knowledge.pipeline.stages.hits import CompressorStage, RerankerStage
 from knowledge.pipeline.stages.registry import configured_stages
 from knowledge.pipeline.stages.types import PlannedQuery, StageContext, StageHit, StageTrace
@@ -45,8 +45,9 @@ from retrieval_backends.registry import get_backend
 from retrieval_backends.types import PAGE_UNKNOWN, SearchScope
 
 __all__ = ["LANES", "SearchHit", "SearchResult", "Stages", "close_lane_connections", "search_chunks"]
-RERANK_POOL_FACTOR = 3
+RERANK_POOL_FACTOR = 3  # hits hydrated for the hit stages, per result asked for
 FANOUT_THREADS = 4
+H = TypeVar("H")
 _fanout = ThreadPoolExecutor(max_workers=FANOUT_THREADS, thread_name_prefix="search-fanout")
 
 
@@ -165,8 +166,9 @@ def search_chunks(
     run = _Run(scope, query_text, query_embedding, limit, lanes, candidates, stages or Stages())
     chosen = _pipeline(pipeline, run.stages)
     planned = run.plan([s for s in chosen if s.phase == QUERY])
-    pool = run.fan_out(planned)
-    hits = run_stages([s for s in chosen if s.phase == HIT], pool, run.context, run.traces)
+    hit_stages = [s for s in chosen if s.phase == HIT]
+    pool = run.fan_out(planned, hit_stages)
+    hits = run_stages(hit_stages, pool, run.context, run.traces)
     return SearchResult(
         hits=[_to_search_hit(h) for h in hits[:limit]],
         warnings=run.context.warnings,
@@ -210,8 +212,9 @@ class _Run:
             planned = run_stages(query_stages, planned, self.context, self.traces) or planned
         return planned
 
-    def fan_out(self, planned: list[PlannedQuery]) -> list[StageHit]:
-        """The base retrieval per planned query (concurrently), merged; hydrated for the hit stages."""
+    def fan_out(self, planned: list[PlannedQuery], hit_stages: list[Stage]) -> list[StageHit]:
+        """The base retrieval per planned query (concurrently), merged; hydrated: a pool for hit stages
+        that choose among the hits, else only the answer."""
         started = time.perf_counter()
         vectors = self._vectors(planned)
         if len(planned) == 1:
@@ -221,19 +224,27 @@ class _Run:
         for retrieved in results:
             for lane, count in retrieved.lanes.items():
                 self.lanes[lane] = self.lanes.get(lane, 0) + count
-        pool_size = max(self.limit * RERANK_POOL_FACTOR, self.limit)
+        cap = max(self.limit * RERANK_POOL_FACTOR, self.limit)
         if len(planned) == 1:
-            pool = [to_stage_hit(f) for f in hydrate_hits(results[0].fused[:pool_size])]
+            ranked = results[0].fused
+            wanted = self._wanted(hit_stages, ranked[:cap], cap)
+            pool = [to_stage_hit(f) for f in _first_hydrated(ranked, wanted, cap, hydrate_hits)]
         else:
             merged = merge_fanout(
                 list(zip(planned, [r.fused for r in results], strict=True)), settings.KNOWLEDGE_FANOUT_RRF_K
             )
-            pool = _hydrated(merged[:pool_size])
+            window = [h.fused for h in merged[:cap] if h.fused is not None]
+            pool = _first_hydrated(merged, self._wanted(hit_stages, window, cap), cap, _hydrated)
         self._trace_fanout(planned, pool, started)
         first = vectors[0].embedded if vectors[0] else None
         model = vectors[0].model if first is not None and vectors[0] else None
         self.context.query = Query(self.text, tuple(first) if first is not None else None, model)
         return pool
+
+    def _wanted(self, hit_stages: list[Stage], window: list[FusedHit], cap: int) -> int:
+        """The pool when any hit stage may reorder or drop these hits, else just the answer."""
+        choosing = any(not isinstance(s, HitStage) or s.reads_pool(window) for s in hit_stages)
+        return cap if choosing else self.limit
 
     def _retrieve(self, query: PlannedQuery, vq: VectorQuery | None) -> Retrieved:
         text = query.text or None
@@ -292,6 +303,18 @@ def _embedded_batch(embedder: Embedder, texts: list[str]) -> list[VectorQuery | 
     except EmbedderError as exc:
         return [VectorQuery(embedder.dimension, embedder.name, error=exc) for _ in texts]
     return [VectorQuery(embedder.dimension, embedder.name, given=list(v)) for v in vectors]
+
+
+def _first_hydrated(items: list[H], wanted: int, cap: int, hydrate: Callable[[list[H]], list[H]]) -> list[H]:
+    """The best `wanted` items with their text. Hydration drops a chunk deleted since the lanes ran; the
+    next items then take its place, reading at most `cap` items in all."""
+    kept: list[H] = []
+    start, end_cap = 0, min(len(items), cap)
+    while len(kept) < wanted and start < end_cap:
+        end = min(start + wanted - len(kept), end_cap)
+        kept += hydrate(items[start:end])
+        start = end
+    return kept
 
 
 def _hydrated(hits: list[StageHit]) -> list[StageHit]:

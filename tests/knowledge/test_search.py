@@ -12,8 +12,9 @@ from knowledge.errors import InvalidInput
 from knowledge.models import Chunk
 from knowledge.pipeline.active import active_embedder
 from knowledge.pipeline.fusers.rrf import RRFFuser
-from knowledge.pipeline.stages.base import QueryStage
-from knowledge.pipeline.stages.types import PlannedQuery, StageContext
+from knowledge.pipeline.rerankers.mmr import MMRReranker
+from knowledge.pipeline.stages.base import HitStage, QueryStage
+from knowledge.pipeline.stages.types import PlannedQuery, StageContext, StageHit
 from knowledge.selectors.search import Stages, search_chunks
 from knowledge.services.documents import document_soft_delete, document_upsert
 from retrieval_backends.registry import reset_backend
@@ -84,6 +85,69 @@ def test_questions_are_embedded_as_queries(kb, monkeypatch) -> None:  # type: ig
     assert search_chunks(scope=scope, query_text="cats purr").lanes["vector"] > 0
     assert search_chunks(scope=scope, query_text="cats purr", pipeline=[AlsoMice()]).lanes["vector"] > 0
     assert asked == [["cats purr"], ["cats purr", "mice hunting"]]
+
+
+class Passthrough(HitStage):
+    name = "passthrough"
+
+    def run(self, hits: Sequence[StageHit], context: StageContext) -> list[StageHit]:
+        return list(hits)
+
+
+def recorded_hydrations(monkeypatch) -> list[list[int]]:  # type: ignore[no-untyped-def]
+    from knowledge.selectors import search
+
+    calls: list[list[int]] = []
+    original = search.hydrate_hits
+
+    def hydrate(fused):  # type: ignore[no-untyped-def]
+        calls.append([f.chunk_id for f in fused])
+        return original(fused)
+
+    monkeypatch.setattr(search, "hydrate_hits", hydrate)
+    return calls
+
+
+def many_documents(connector) -> SearchScope:  # type: ignore[no-untyped-def]
+    for i in range(8):
+        text = f"Cats purr number {i}: notes about cats and their purring, part {i}."
+        document_upsert(connector=connector, external_id=f"cat-{i}", content=text, is_public=True)
+    return SearchScope(tenant_id=connector.tenant_id, principal_tokens=frozenset({"public"}))
+
+
+def test_only_the_answer_is_read_without_hit_stages_and_a_pool_with_them(kb, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    scope = many_documents(kb[0])
+    calls = recorded_hydrations(monkeypatch)
+    assert len(search_chunks(scope=scope, query_text="cats purr", limit=2).hits) == 2
+    assert [len(c) for c in calls] == [2]
+    calls.clear()
+    result = search_chunks(scope=scope, query_text="cats purr", limit=2, pipeline=[Passthrough()])
+    assert len(result.hits) == 2 and [len(c) for c in calls] == [6]  # 3 x the limit, for the stages
+    calls.clear()
+    result = search_chunks(
+        scope=scope, query_text="cats purr", limit=2, stages=Stages(reranker=MMRReranker())
+    )
+    assert len(result.hits) == 2 and [len(c) for c in calls] == [6]  # a reranker chooses among them
+
+
+def test_a_chunk_deleted_before_it_is_read_leaves_its_place_to_the_next(kb, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from knowledge.selectors import search
+
+    scope = many_documents(kb[0])
+    expected = [h.chunk_id for h in search_chunks(scope=scope, query_text="cats purr", limit=4).hits]
+    calls: list[list[int]] = []
+    original = search.hydrate_hits
+
+    def deleting_the_best_first(fused):  # type: ignore[no-untyped-def]
+        if not calls:  # as another process's delete, between the lanes and the read
+            Chunk.objects.filter(pk=fused[0].chunk_id).delete()
+        calls.append([f.chunk_id for f in fused])
+        return original(fused)
+
+    monkeypatch.setattr(search, "hydrate_hits", deleting_the_best_first)
+    hits = [h.chunk_id for h in search_chunks(scope=scope, query_text="cats purr", limit=4).hits]
+    assert calls[0] == expected and len(calls) == 2 and len(calls[1]) == 1
+    assert hits == expected[1:] + calls[1]  # the next best takes the deleted chunk's place
 
 
 def test_caller_vector_of_unknown_dimension_is_refused_with_the_known_ones(kb) -> None:  # type: ignore[no-untyped-def]
@@ -191,7 +255,7 @@ def test_verification_keeps_rank_order_and_canonical_acl(kb) -> None:  # type: i
     assert [h.chunk_id for h in verify_hits(user_scope, hits)] == [chunks[0].pk, chunks[2].pk]
 
 
-def test_child_hits_carry_their_parents_text_once_per_parent(db, settings) -> None:  # type: ignore[no-untyped-def]
+def test_child_hits_carry_their_parents_text_once_per_parent(db, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from knowledge.pipeline.registry import reset_pipeline
 
     settings.KNOWLEDGE_CHUNKER = "knowledge.pipeline.chunkers.parent_child.ParentChildChunker"
@@ -206,7 +270,9 @@ def test_child_hits_carry_their_parents_text_once_per_parent(db, settings) -> No
     children = [c for c in chunks if c.parent_index is not None]
     assert children, "the parent-child chunker should have produced children"
     scope = SearchScope(tenant_id=connector.tenant_id, principal_tokens=frozenset({"public"}))
+    calls = recorded_hydrations(monkeypatch)
     result = search_chunks(scope=scope, query_text="topic3 detail", limit=5)
+    assert len(calls[0]) > 5  # children: parent_expand may merge some, so it gets the pool
     by_index = {c.chunk_index: c for c in chunks}
     parent_of = {h.chunk_index: by_index[h.chunk_index].parent_index for h in result.hits}
     expanded = [p for p in parent_of.values() if p is not None]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from knowledge.pipeline.fusers.base import FusedHit
 from knowledge.pipeline.stages.types import PlannedQuery, StageContext, StageHit
 
 QUERY, HIT = "query", "hit"
@@ -46,6 +47,12 @@ class HitStage(Stage):
 
     def run(self, hits: Sequence[StageHit], context: StageContext) -> list[StageHit]:
         raise NotImplementedError("hit stages must implement run(hits, context)")
+
+    def reads_pool(self, fused: Sequence[FusedHit]) -> bool:
+        """Whether the stage may reorder or drop these hits (the best 3 x limit, not yet read), and so
+        gets them all with their text; when no stage does, only the answer's hits are read. Override
+        only when sure: a stage that gets too few hits can return fewer than the limit."""
+        return True
 
 
 def order_problem(stages: Sequence[Stage]) -> str | None:

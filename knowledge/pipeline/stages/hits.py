@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from django.conf import settings
@@ -16,7 +16,12 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime, parse_duration
 
 from knowledge.models import Chunk, Document
+from knowledge.pipeline.compressors.base import Compressor
+from knowledge.pipeline.compressors.none import NoCompressor
+from knowledge.pipeline.fusers.base import FusedHit
 from knowledge.pipeline.llm import ChatClient, LlmError
+from knowledge.pipeline.rerankers.base import Reranker
+from knowledge.pipeline.rerankers.none import NoReranker
 from knowledge.pipeline.stages.base import HitStage, StageError
 from knowledge.pipeline.stages.types import StageContext, StageHit
 
@@ -29,6 +34,9 @@ class ParentExpand(HitStage):
     child keeps its own citation. Options: `max_parent_chars` (2000), `missing` (`warn` or `ignore`)."""
 
     name = "parent_expand"
+
+    def reads_pool(self, fused: Sequence[FusedHit]) -> bool:
+        return any(f.hit.parent_index is not None for f in fused)  # one hit per parent: may shrink
 
     def run(self, hits: Sequence[StageHit], context: StageContext) -> list[StageHit]:
         from knowledge.selectors.expansion import parent_indexes
@@ -231,10 +239,16 @@ class RerankerStage(HitStage):
 
     name = "reranker"
 
-    def run(self, hits: Sequence[StageHit], context: StageContext) -> list[StageHit]:
+    def reads_pool(self, fused: Sequence[FusedHit]) -> bool:
+        return not isinstance(self._reranker(), NoReranker)
+
+    def _reranker(self) -> Reranker:
         from knowledge.pipeline.registry import get_reranker
 
-        reranker = self.options.get("instance") or get_reranker()
+        return self.options.get("instance") or get_reranker()
+
+    def run(self, hits: Sequence[StageHit], context: StageContext) -> list[StageHit]:
+        reranker = self._reranker()
         pool = list(hits)
         if reranker.needs_embeddings and context.query.embedding is not None:
             from retrieval_backends.registry import get_backend
@@ -243,7 +257,7 @@ class RerankerStage(HitStage):
                 [h.chunk_id for h in pool], len(context.query.embedding), context.query.model
             )
             pool = [replace(h, embedding=found.get(h.chunk_id)) for h in pool]
-        return list(reranker.rerank(context.query, pool, context.limit))
+        return cast(list[StageHit], list(reranker.rerank(context.query, pool, context.limit)))
 
 
 class CompressorStage(HitStage):
@@ -251,9 +265,15 @@ class CompressorStage(HitStage):
 
     name = "compressor"
 
-    def run(self, hits: Sequence[StageHit], context: StageContext) -> list[StageHit]:
+    def reads_pool(self, fused: Sequence[FusedHit]) -> bool:
+        return not isinstance(self._compressor(), NoCompressor)
+
+    def _compressor(self) -> Compressor:
         from knowledge.pipeline.registry import get_compressor
 
-        compressor = self.options.get("instance") or get_compressor()
+        return self.options.get("instance") or get_compressor()
+
+    def run(self, hits: Sequence[StageHit], context: StageContext) -> list[StageHit]:
+        compressor = self._compressor()
         budget = int(self.options.get("token_budget") or settings.KNOWLEDGE_TOKEN_BUDGET)
-        return list(compressor.compress(context.query, list(hits), budget))
+        return cast(list[StageHit], list(compressor.compress(context.query, list(hits), budget)))
