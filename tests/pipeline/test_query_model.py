@@ -96,6 +96,17 @@ def test_a_copy_that_cannot_be_built_leaves_queries_on_the_shipped_model(
     assert local.get_query_runtime() is local.get_runtime()  # one session, not a second copy of it
 
 
+def test_a_copy_that_does_not_load_leaves_queries_on_the_shipped_model(
+    settings: Any, tmp_path: Path, fresh_runtimes: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings.KNOWLEDGE_MODEL_CACHE_DIR = tmp_path
+    query_model_path(model_files()[0]).write_bytes(b"not an ONNX model")  # a damaged disk, say
+    embedder = LocalMiniLMEmbedder()
+    with caplog.at_level(logging.WARNING, logger="knowledge.pipeline.embedders.local"):
+        assert embedder.embed_queries(QUESTIONS[:1]) == embedder.embed_batch(QUESTIONS[:1])
+    assert "search queries use the shipped model (slower): the copy does not load:" in caplog.text
+
+
 def test_concurrent_first_uses_build_the_copy_once(
     settings: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

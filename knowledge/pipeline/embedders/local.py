@@ -114,12 +114,11 @@ def _created(kind: str, threads: int | None) -> _Runtime:
     with _runtime_lock:
         if kind not in _runtimes:
             model, tokenizer = model_files()
-            path = model if kind == "documents" else _query_model(model)
-            if path is None:
-                _runtimes[kind] = _runtimes.get("documents") or _runtime_of(model, tokenizer, threads)
-                _runtimes.setdefault("documents", _runtimes[kind])
-            else:
-                _runtimes[kind] = _runtime_of(path, tokenizer, threads)
+            runtime = _query_runtime(model, tokenizer, threads) if kind == "queries" else None
+            if runtime is None:  # the shipped model's session; queries share it when there is no copy
+                runtime = _runtimes.get("documents") or _runtime_of(model, tokenizer, threads)
+                _runtimes.setdefault("documents", runtime)
+            _runtimes[kind] = runtime
         return _runtimes[kind]
 
 
@@ -128,14 +127,18 @@ def _runtime_of(model: Path, tokenizer: Path, threads: int | None) -> _Runtime:
     return _Runtime(session=session, tokenizer=_load_tokenizer(tokenizer))
 
 
-def _query_model(source: Path) -> Path | None:
+def _query_runtime(model: Path, tokenizer: Path, threads: int | None) -> _Runtime | None:
+    """The quantized copy's session, or None (with a warning) when it cannot be built or loaded."""
     from knowledge.pipeline.embedders.query_model import QueryModelUnavailable, query_model_path
 
     try:
-        return query_model_path(source)
+        return _runtime_of(query_model_path(model), tokenizer, threads)
     except QueryModelUnavailable as exc:
-        logger.warning("search queries use the shipped model (slower): %s", exc)
-        return None
+        reason = str(exc)
+    except Exception as exc:  # onnxruntime's own errors: a copy it cannot load
+        reason = f"the copy does not load: {exc}"
+    logger.warning("search queries use the shipped model (slower): %s", reason)
+    return None
 
 
 def _mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:

@@ -50,12 +50,16 @@ def query_model_path(source: Path) -> Path:
 
 def built_query_model(source: Path) -> Path | None:
     """The quantized copy of `source` if it has been built (nothing is built here)."""
-    target = Path(settings.KNOWLEDGE_MODEL_CACHE_DIR) / f"query-{_fingerprint(source)}.onnx"
+    target = Path(settings.KNOWLEDGE_MODEL_CACHE_DIR) / _file_name(source)
     return target if target.is_file() else None
 
 
 def _target(source: Path) -> Path:
-    return _cache_dir() / f"query-{_fingerprint(source)}.onnx"
+    return _cache_dir() / _file_name(source)
+
+
+def _file_name(source: Path) -> str:
+    return f"query-{_fingerprint(source)}.onnx"
 
 
 def _cache_dir() -> Path:
