@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, cast
+from typing import Any, ClassVar
 
 import numpy as np
 from django.conf import settings
@@ -234,21 +234,37 @@ def _timestamps(document_ids: set[int], field_name: str) -> dict[int, datetime]:
     return found
 
 
-class RerankerStage(HitStage):
+class _LayerStage(HitStage):
+    """A configured layer as a stage: the `instance` option, else the configured one. It chooses among
+    the hits (reads_pool) unless it is the layer's pass-through."""
+
+    passthrough: ClassVar[type]
+
+    def reads_pool(self, fused: Sequence[FusedHit]) -> bool:
+        return not isinstance(self._layer(), self.passthrough)
+
+    def _layer(self) -> Any:
+        return self.options.get("instance") or self._configured()
+
+    @staticmethod
+    def _configured() -> Any:
+        raise NotImplementedError
+
+
+class RerankerStage(_LayerStage):
     """The configured reranker (KNOWLEDGE_RERANKER; `none` by default) as a stage."""
 
     name = "reranker"
+    passthrough = NoReranker
 
-    def reads_pool(self, fused: Sequence[FusedHit]) -> bool:
-        return not isinstance(self._reranker(), NoReranker)
-
-    def _reranker(self) -> Reranker:
+    @staticmethod
+    def _configured() -> Reranker:
         from knowledge.pipeline.registry import get_reranker
 
-        return self.options.get("instance") or get_reranker()
+        return get_reranker()
 
     def run(self, hits: Sequence[StageHit], context: StageContext) -> list[StageHit]:
-        reranker = self._reranker()
+        reranker = self._layer()
         pool = list(hits)
         if reranker.needs_embeddings and context.query.embedding is not None:
             from retrieval_backends.registry import get_backend
@@ -257,23 +273,22 @@ class RerankerStage(HitStage):
                 [h.chunk_id for h in pool], len(context.query.embedding), context.query.model
             )
             pool = [replace(h, embedding=found.get(h.chunk_id)) for h in pool]
-        return cast(list[StageHit], list(reranker.rerank(context.query, pool, context.limit)))
+        return list(reranker.rerank(context.query, pool, context.limit))
 
 
-class CompressorStage(HitStage):
+class CompressorStage(_LayerStage):
     """The configured compressor (KNOWLEDGE_COMPRESSOR; `none` by default) within the token budget."""
 
     name = "compressor"
+    passthrough = NoCompressor
 
-    def reads_pool(self, fused: Sequence[FusedHit]) -> bool:
-        return not isinstance(self._compressor(), NoCompressor)
-
-    def _compressor(self) -> Compressor:
+    @staticmethod
+    def _configured() -> Compressor:
         from knowledge.pipeline.registry import get_compressor
 
-        return self.options.get("instance") or get_compressor()
+        return get_compressor()
 
     def run(self, hits: Sequence[StageHit], context: StageContext) -> list[StageHit]:
-        compressor = self._compressor()
+        compressor = self._layer()
         budget = int(self.options.get("token_budget") or settings.KNOWLEDGE_TOKEN_BUDGET)
-        return cast(list[StageHit], list(compressor.compress(context.query, list(hits), budget)))
+        return list(compressor.compress(context.query, list(hits), budget))
