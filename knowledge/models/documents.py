@@ -168,10 +168,12 @@ class Chunk(SearchFilterFields):
         indexes = [
             GinIndex(fields=["search_vector"], name="chunk_search_vector_gin"),
             # The keyword lane's candidate index: lexemes prefixed with the tenant, so its scan needs
-            # no other index and cannot be steered onto a tenant-wide scan by stale statistics.
+            # no other index and cannot be steered onto a tenant-wide scan by stale statistics. No
+            # pending list: every search would scan it whole until a flush.
             GinIndex(
                 Func(F("tenant"), F("search_vector"), function=TENANT_LEXEMES_FUNCTION),
                 name="chunk_tenant_lexemes_gin",
+                fastupdate=False,
             ),
             GinIndex(fields=["acl_tokens"], name="chunk_acl_tokens_gin"),
             models.Index(fields=["tenant", "connector", "is_deleted"], name="chunk_filter_btree"),

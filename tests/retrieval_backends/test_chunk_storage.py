@@ -1,4 +1,5 @@
-"""Chunks keep their tsvector in the row: the keyword lane reads it for every candidate it scores."""
+"""Chunks keep their tsvector and ACL in the row: the keyword lane reads both for every candidate it
+scores; and its candidate index keeps no pending list for searches to scan."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from tests.factories import ConnectorFactory
 
 pytestmark = pytest.mark.django_db
 migration = importlib.import_module("knowledge.migrations.0016_chunk_search_vector_inline")
+acl_migration = importlib.import_module("knowledge.migrations.0017_chunk_row_layout")
 
 
 def long_text(seed: int) -> str:
@@ -26,6 +28,16 @@ def out_of_line(document_id: int) -> list[bool]:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pg_column_toast_chunk_id(search_vector) IS NOT NULL FROM knowledge_chunk "
+            "WHERE document_id = %s ORDER BY chunk_index",
+            [document_id],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+def acl_out_of_line(document_id: int) -> list[bool]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_column_toast_chunk_id(acl_tokens) IS NOT NULL FROM knowledge_chunk "
             "WHERE document_id = %s ORDER BY chunk_index",
             [document_id],
         )
@@ -82,3 +94,38 @@ def test_the_migration_brings_out_of_line_vectors_back_unchanged(requires_pg17: 
             "AND NOT tgisinternal AND tgenabled = 'D'"
         )
         assert cursor.fetchone()[0] == 0  # the triggers are on again
+
+
+def test_a_long_chunk_keeps_its_acl_in_the_row(requires_pg17: None) -> None:
+    connector = ConnectorFactory.create()
+    doc = document_upsert(connector=connector, external_id="long", content=long_text(3), is_public=True)
+    assert acl_out_of_line(doc.document.pk) == [False]
+
+
+def test_the_migration_brings_out_of_line_acls_back_unchanged(requires_pg17: None) -> None:
+    connector = ConnectorFactory.create()
+    doc = document_upsert(connector=connector, external_id="long", content=long_text(4), is_public=True)
+    pk = doc.document.pk
+    with connection.cursor() as cursor:  # what a table created before the migration holds
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute(acl_migration.STORAGE.format(storage="EXTENDED"))
+        cursor.execute(acl_migration.REWRITE.format(condition=f"document_id = {pk}"))
+        cursor.execute(acl_migration.STORAGE.format(storage="MAIN"))
+        cursor.execute("SELECT acl_tokens FROM knowledge_chunk WHERE document_id = %s", [pk])
+        before = cursor.fetchall()
+    assert acl_out_of_line(pk) == [True]
+    with connection.schema_editor() as editor:
+        acl_migration.rewrite_out_of_line(None, editor)
+    assert acl_out_of_line(pk) == [False]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT acl_tokens FROM knowledge_chunk WHERE document_id = %s", [pk])
+        assert cursor.fetchall() == before == [(["public"],)]
+
+
+def test_the_candidate_index_keeps_no_pending_list() -> None:
+    connector = ConnectorFactory.create()
+    for i in range(5):
+        document_upsert(connector=connector, external_id=f"d{i}", content=long_text(10 + i), is_public=True)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT gin_clean_pending_list('chunk_tenant_lexemes_gin'::regclass)")
+        assert cursor.fetchone()[0] == 0  # nothing was queued for searches to scan
