@@ -1,7 +1,8 @@
 """Ingest throughput through the service versus the bare embedder on the same chunk texts, in one run.
 
-Also measures what keeping the BM25 statistics costs: the same ingest with the statistics triggers
-disabled (with a cheap embedder, so the database side dominates).
+Also measures what keeping the BM25 statistics and term weights costs: the same ingest with the
+weights trigger, then also the statistics triggers, disabled (with a cheap embedder, so the database
+side dominates).
 Usage: python bench/ingest.py [--docs 1000] [--embedder local] [--json FILE]
 """
 
@@ -94,14 +95,29 @@ def service_ingest(documents: list[Any], batch_size: int, label: str) -> dict[st
     }
 
 
-def statistics_triggers(enabled: bool) -> None:
+STATISTICS_TRIGGERS = tuple(f"knowledge_chunk_keyword_stats_{e}" for e in ("insert", "update", "delete"))
+WEIGHTS_TRIGGERS = ("knowledge_chunk_bm25_weights",)
+
+
+def set_triggers(names: tuple[str, ...], enabled: bool) -> None:
     from django.db import connection
 
     action = "ENABLE" if enabled else "DISABLE"
     with connection.cursor() as cursor:
-        for event in ("insert", "update", "delete"):
-            trigger = f"knowledge_chunk_keyword_stats_{event}"
+        for trigger in names:
             cursor.execute(f"ALTER TABLE knowledge_chunk {action} TRIGGER {trigger}")
+
+
+def without(names: tuple[str, ...], documents: list[Any], batch_size: int, label: str) -> dict[str, float]:
+    set_triggers(names, False)
+    try:
+        return service_ingest(documents, batch_size, label)
+    finally:
+        set_triggers(names, True)
+
+
+def ratio(figures: dict[str, Any], faster: str, slower: str) -> float:
+    return round(figures[faster]["chunks_per_s"] / figures[slower]["chunks_per_s"], 3)
 
 
 def use_embedder(spec: str) -> Any:
@@ -129,14 +145,12 @@ def main() -> None:
     )
     use_embedder("hashing")
     figures["with_statistics"] = service_ingest(documents, args.batch_size, "stats-on")
-    statistics_triggers(False)
-    try:
-        figures["without_statistics"] = service_ingest(documents, args.batch_size, "stats-off")
-    finally:
-        statistics_triggers(True)
-    figures["statistics_cost"] = round(
-        figures["with_statistics"]["chunks_per_s"] / figures["without_statistics"]["chunks_per_s"], 3
+    figures["without_weights"] = without(WEIGHTS_TRIGGERS, documents, args.batch_size, "weights-off")
+    figures["without_statistics"] = without(
+        STATISTICS_TRIGGERS + WEIGHTS_TRIGGERS, documents, args.batch_size, "stats-off"
     )
+    figures["weights_cost"] = ratio(figures, "with_statistics", "without_weights")
+    figures["statistics_cost"] = ratio(figures, "with_statistics", "without_statistics")
     print(json.dumps(figures, indent=2))
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))

@@ -82,7 +82,7 @@ def lane(tenant_id: int, limit: int) -> Callable[[str], Any]:
 
 
 def bm25_args(tenant_id: int, query: str, limit: int) -> dict[str, Any]:
-    from retrieval_backends.postgres.bm25 import BM25Params
+    from retrieval_backends.postgres.bm25 import BM25Params, bound_args
 
     params = BM25Params()
     return {
@@ -90,8 +90,7 @@ def bm25_args(tenant_id: int, query: str, limit: int) -> dict[str, Any]:
         "query": query,
         "tenant": tenant_id,
         "budget": params.budget_for(limit),
-        "k1": params.k1,
-        "b": params.b,
+        **bound_args(params),
         "limit": limit,
     }
 

@@ -145,7 +145,11 @@ class SearchFilterFields(models.Model):
 
 
 class Chunk(SearchFilterFields):
-    """A retrievable passage of a document with its full-text vector."""
+    """A retrievable passage of a document with its full-text vector.
+
+    The table also has `bm25_weights` (sparsevec) and `bm25_norm`, the keyword lane's stored term
+    weights (migration 0018). A trigger computes them from the row; the ORM never reads them.
+    """
 
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
     chunk_index = models.PositiveIntegerField()

@@ -28,7 +28,11 @@ class KeywordStatistics(models.Model):
 
 
 class KeywordTerm(models.Model):
-    """Document frequency of one lexeme: how many live chunks of the tenant contain it."""
+    """Document frequency of one lexeme: how many live chunks of the tenant contain it.
+
+    The table also has `term_id`, the lexeme's number in the chunks' `bm25_weights` (migration 0018),
+    outside the ORM. Rows are never deleted (df drops to 0), so the numbers stay valid.
+    """
 
     pk = models.CompositePrimaryKey("tenant_id", "language", "lexeme")
     tenant = models.ForeignKey(Tenant, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")

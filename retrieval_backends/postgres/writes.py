@@ -10,6 +10,7 @@ from django.db import connection, transaction
 
 from knowledge.models import Chunk
 from retrieval_backends.base import validate_dimensions
+from retrieval_backends.postgres.bm25 import TERMS
 from retrieval_backends.postgres.sql import CHUNK, EMBEDDING, vector_literal
 from retrieval_backends.types import ChunkInput, EmbeddingUpdate, StoredChunk
 
@@ -44,9 +45,23 @@ RETURNING id, document_id, chunk_index
 """
 
 
+# Term rows (df 0 until the statistics trigger counts the chunks) for every lexeme of the chunks, so
+# the weights trigger finds a number for each; one statement in lexeme order, so concurrent writers
+# wait for each other's new terms in the same order rather than deadlock.
+INSERT_TERMS = f"""
+INSERT INTO {TERMS} (tenant_id, language, lexeme, df)
+SELECT DISTINCT u.tenant_id, u.language, lex.lexeme, 0
+FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS u(tenant_id, language, content),
+     unnest(tsvector_to_array(to_tsvector(u.language::regconfig, u.content))) AS lex(lexeme)
+ORDER BY 1, 2, 3
+ON CONFLICT (tenant_id, language, lexeme) DO NOTHING
+"""
+
+
 def insert_chunks(chunks: Sequence[ChunkInput]) -> list[StoredChunk]:
     """Insert chunks in one statement with their tsvectors and lexeme counts (BM25 statistics follow
-    by trigger); returns them in input order."""
+    by trigger, BM25 weights by the row trigger once their terms exist); returns them in input
+    order."""
     if not chunks:
         return []
     columns: list[Any] = [
@@ -63,7 +78,8 @@ def insert_chunks(chunks: Sequence[ChunkInput]) -> list[StoredChunk]:
         [json.dumps(list(c.acl_tokens)) for c in chunks],
         [c.page for c in chunks],
     ]
-    with connection.cursor() as cursor:
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(INSERT_TERMS, [columns[6], columns[5], columns[3]])
         cursor.execute(INSERT_CHUNKS, columns)
         ids = {(doc, index): pk for pk, doc, index in cursor.fetchall()}
     return [

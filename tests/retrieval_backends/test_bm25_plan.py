@@ -2,7 +2,8 @@
 
 Before, a bulk load without ANALYZE made the planner guess one query term and re-run the candidate
 Bitmap Heap Scan once per term (loops = terms). The plan is checked with EXPLAIN ANALYZE on a freshly
-loaded table with its statistics cleared, and again after ANALYZE.
+loaded table with its statistics cleared, and again after ANALYZE. The exact scoring after the bounds
+reads chunks by primary key only (never a scan), and fewer of them than there are candidates.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from django.db import connection
 
 from knowledge.models import Tenant
 from retrieval_backends.postgres import PostgresRetrievalBackend, prepared
-from retrieval_backends.postgres.bm25 import BM25_SQL, BM25Params, _named_filter
+from retrieval_backends.postgres.bm25 import BM25_SQL, BM25Params, _named_filter, bound_args
 from retrieval_backends.types import ChunkInput, SearchScope
 from tests.factories import DocumentFactory
 
@@ -85,21 +86,26 @@ def explained(sql: str, args: dict[str, Any], generic: bool) -> Any:
         return plan
 
 
-def candidate_scans(tenant_id: int, generic: bool = False) -> list[dict[str, Any]]:
+def chunk_reads(tenant_id: int, generic: bool = False) -> list[dict[str, Any]]:
+    """The plan nodes that read the chunk table or its GIN indexes, for a top-50 query."""
     scope = SearchScope(tenant_id=tenant_id, principal_tokens=frozenset({"public"}))
     where, filter_params = _named_filter(scope)
     params = BM25Params()
     args: dict[str, Any] = {"languages": ["simple"], "query": QUERY, "tenant": tenant_id}
     args["budget"] = params.budget_for(50)
-    args |= {"k1": params.k1, "b": params.b, "limit": 50, **filter_params}
+    args |= {**bound_args(params), "limit": 50, **filter_params}
     plan = explained(BM25_SQL.replace("{where}", where), args, generic)
     plan = json.loads(plan) if isinstance(plan, str) else plan
     return [
         node
         for node in nodes(plan[0]["Plan"])
         if node.get("Index Name") in {"chunk_search_vector_gin", "chunk_tenant_lexemes_gin"}
-        or (node.get("Relation Name") == "knowledge_chunk" and node["Node Type"] != "Index Scan")
+        or node.get("Relation Name") == "knowledge_chunk"
     ]
+
+
+def candidate_scans(tenant_id: int, generic: bool = False) -> list[dict[str, Any]]:
+    return [node for node in chunk_reads(tenant_id, generic) if node["Node Type"] != "Index Scan"]
 
 
 @pytest.mark.parametrize("generic", [False, True], ids=["custom-plan", "generic-plan"])
@@ -115,3 +121,20 @@ def test_the_candidate_scan_runs_once_whatever_the_statistics(analyzed: bool, ge
     assert scans, "the candidate scan was not found in the plan"
     assert sum(node["Actual Rows"] for node in scans) > 100  # many candidates: a re-scan would show
     assert [node["Actual Loops"] for node in scans] == [1] * len(scans)
+
+
+@pytest.mark.parametrize("generic", [False, True], ids=["custom-plan", "generic-plan"])
+@pytest.mark.parametrize("analyzed", [False, True], ids=["fresh-bulk-load", "after-analyze"])
+def test_only_chunks_that_can_reach_the_answer_are_scored_exactly(analyzed: bool, generic: bool) -> None:
+    tenant_id = DocumentFactory.create().tenant_id
+    bulk_load(tenant_id)
+    clear_statistics()
+    if analyzed:
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE knowledge_chunk, knowledge_keywordterm, knowledge_keywordstatistics")
+    reads = chunk_reads(tenant_id, generic)
+    by_key = [node for node in reads if node["Node Type"] == "Index Scan"]
+    candidates = sum(node["Actual Rows"] for node in reads if node["Node Type"] == "Bitmap Heap Scan")
+    assert {node["Node Type"] for node in reads} == {"Bitmap Heap Scan", "Bitmap Index Scan", "Index Scan"}
+    assert [node["Index Name"] for node in by_key] == ["knowledge_chunk_pkey"]  # one row per look-up
+    assert 50 <= by_key[0]["Actual Loops"] < candidates / 2
