@@ -139,6 +139,7 @@ def build_corpus(chunks: int, seed: int) -> tuple[int, float]:
     from django.db import connection, transaction
 
     from knowledge.models import Connector, Principal, Tenant
+    from retrieval_backends.postgres.bm25 import rebuild_statistics
 
     slug = f"bench-{chunks}-s{seed}-v{CORPUS_VERSION}"
     if corpus_ready(slug, chunks):
@@ -155,6 +156,9 @@ def build_corpus(chunks: int, seed: int) -> tuple[int, float]:
         )
         index_defs = drop_secondary_indexes(cursor)
         copy_corpus(cursor.cursor, tenant.pk, connector.pk, chunks, random.Random(seed))
+        # Loaded behind the write service: its terms had no numbers when the rows went in, so the
+        # chunks have no BM25 weights yet. The rebuild numbers them and computes the weights.
+        rebuild_statistics(cursor, tenant.pk)
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # CREATE INDEX refuses pending FK checks
         for sql in index_defs:
             cursor.execute(sql)
