@@ -79,7 +79,8 @@ def insert_chunks(chunks: Sequence[ChunkInput]) -> list[StoredChunk]:
         [c.page for c in chunks],
     ]
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(INSERT_TERMS, [columns[6], columns[5], columns[3]])
+        terms: list[Any] = [[c.tenant_id for c in chunks], [c.language for c in chunks]]
+        cursor.execute(INSERT_TERMS, [*terms, [c.content for c in chunks]])
         cursor.execute(INSERT_CHUNKS, columns)
         ids = {(doc, index): pk for pk, doc, index in cursor.fetchall()}
     return [
