@@ -116,15 +116,21 @@ def _conditions(node: dict[str, Any]) -> str:
     return " ".join(node.get(key, "") for key in ("Index Cond", "Recheck Cond", "Filter"))
 
 
-@pytest.mark.parametrize("generic", [False, True], ids=["custom-plan", "generic-plan"])
-@pytest.mark.parametrize("analyzed", [False, True], ids=["fresh-bulk-load", "after-analyze"])
-def test_the_candidate_scan_runs_once_whatever_the_statistics(analyzed: bool, generic: bool) -> None:
+def loaded_tenant(analyzed: bool) -> int:
+    """A tenant right after a bulk load with the statistics cleared, or after ANALYZE too."""
     tenant_id = DocumentFactory.create().tenant_id
     bulk_load(tenant_id)
     clear_statistics()
     if analyzed:
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE knowledge_chunk, knowledge_keywordterm, knowledge_keywordstatistics")
+    return tenant_id
+
+
+@pytest.mark.parametrize("generic", [False, True], ids=["custom-plan", "generic-plan"])
+@pytest.mark.parametrize("analyzed", [False, True], ids=["fresh-bulk-load", "after-analyze"])
+def test_the_candidate_scan_runs_once_whatever_the_statistics(analyzed: bool, generic: bool) -> None:
+    tenant_id = loaded_tenant(analyzed)
     scans = candidate_scans(tenant_id, generic)
     assert scans, "the candidate scan was not found in the plan"
     assert sum(node["Actual Rows"] for node in scans) > 100  # many candidates: a re-scan would show
@@ -134,12 +140,7 @@ def test_the_candidate_scan_runs_once_whatever_the_statistics(analyzed: bool, ge
 @pytest.mark.parametrize("generic", [False, True], ids=["custom-plan", "generic-plan"])
 @pytest.mark.parametrize("analyzed", [False, True], ids=["fresh-bulk-load", "after-analyze"])
 def test_only_chunks_that_can_reach_the_answer_are_scored_exactly(analyzed: bool, generic: bool) -> None:
-    tenant_id = DocumentFactory.create().tenant_id
-    bulk_load(tenant_id)
-    clear_statistics()
-    if analyzed:
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE knowledge_chunk, knowledge_keywordterm, knowledge_keywordstatistics")
+    tenant_id = loaded_tenant(analyzed)
     reads = chunk_reads(tenant_id, generic)
     [candidates] = [n["Actual Rows"] for n in reads if n.get("Index Name") == "chunk_tenant_lexemes_gin"]
     by_key = [node for node in reads if node.get("Index Name") == "knowledge_chunk_pkey"]

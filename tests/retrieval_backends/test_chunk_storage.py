@@ -24,20 +24,11 @@ def long_text(seed: int) -> str:
     return " ".join("".join(rng.choices(letters, k=rng.randint(5, 10))) for _ in range(250))
 
 
-def out_of_line(document_id: int) -> list[bool]:
+def out_of_line(document_id: int, column: str = "search_vector") -> list[bool]:
+    """Whether each chunk of the document keeps `column` in the TOAST table."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT pg_column_toast_chunk_id(search_vector) IS NOT NULL FROM knowledge_chunk "
-            "WHERE document_id = %s ORDER BY chunk_index",
-            [document_id],
-        )
-        return [row[0] for row in cursor.fetchall()]
-
-
-def acl_out_of_line(document_id: int) -> list[bool]:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_column_toast_chunk_id(acl_tokens) IS NOT NULL FROM knowledge_chunk "
+            f"SELECT pg_column_toast_chunk_id({column}) IS NOT NULL FROM knowledge_chunk "
             "WHERE document_id = %s ORDER BY chunk_index",
             [document_id],
         )
@@ -99,7 +90,7 @@ def test_the_migration_brings_out_of_line_vectors_back_unchanged(requires_pg17: 
 def test_a_long_chunk_keeps_its_acl_in_the_row(requires_pg17: None) -> None:
     connector = ConnectorFactory.create()
     doc = document_upsert(connector=connector, external_id="long", content=long_text(3), is_public=True)
-    assert acl_out_of_line(doc.document.pk) == [False]
+    assert out_of_line(doc.document.pk, "acl_tokens") == [False]
 
 
 def test_the_migration_brings_out_of_line_acls_back_unchanged(requires_pg17: None) -> None:
@@ -113,10 +104,10 @@ def test_the_migration_brings_out_of_line_acls_back_unchanged(requires_pg17: Non
         cursor.execute(acl_migration.STORAGE.format(storage="MAIN"))
         cursor.execute("SELECT acl_tokens FROM knowledge_chunk WHERE document_id = %s", [pk])
         before = cursor.fetchall()
-    assert acl_out_of_line(pk) == [True]
+    assert out_of_line(pk, "acl_tokens") == [True]
     with connection.schema_editor() as editor:
         acl_migration.rewrite_out_of_line(None, editor)
-    assert acl_out_of_line(pk) == [False]
+    assert out_of_line(pk, "acl_tokens") == [False]
     with connection.cursor() as cursor:
         cursor.execute("SELECT acl_tokens FROM knowledge_chunk WHERE document_id = %s", [pk])
         assert cursor.fetchall() == before == [(["public"],)]
