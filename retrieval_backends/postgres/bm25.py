@@ -76,6 +76,14 @@ STORED_K1 = 1.2
 STORED_B = 0.75
 DIMENSIONS = 1_000_000_000
 
+# A chunk `c`'s exact score for the probe `p` of its language, from the positions in its tsvector.
+EXACT_SCORE = """(SELECT sum(p.idfs[array_position(p.lexemes, (m.lex).lexeme)]
+                       * array_length((m.lex).positions, 1) * (%(k1)s::float8 + 1)
+                       / (array_length((m.lex).positions, 1)
+                          + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * c.lexeme_count / p.avgdl)))
+                FROM (SELECT unnest(ts_filter(setweight(c.search_vector, 'A', p.lexemes), '{a}')) AS lex) m
+               )"""
+
 BM25_SQL = f"""
 WITH qlex AS MATERIALIZED (
     SELECT DISTINCT cfg.cfgname::text AS language, lex.lexeme
@@ -125,12 +133,7 @@ scored AS MATERIALIZED (
     FROM bounds b
     CROSS JOIN LATERAL (
         SELECT c.id, c.document_id, c.chunk_index, c.tenant_id, c.parent_index,
-               (SELECT sum(p.idfs[array_position(p.lexemes, (m.lex).lexeme)]
-                       * array_length((m.lex).positions, 1) * (%(k1)s::float8 + 1)
-                       / (array_length((m.lex).positions, 1)
-                          + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * c.lexeme_count / p.avgdl)))
-                FROM (SELECT unnest(ts_filter(setweight(c.search_vector, 'A', p.lexemes), '{{a}}')) AS lex) m
-               ) AS score
+               {EXACT_SCORE} AS score
         FROM {CHUNK} c JOIN probe p ON p.language = c.language
         WHERE c.id = b.id
         OFFSET 0

@@ -27,6 +27,7 @@ from knowledge.models import Tenant
 from retrieval_backends.postgres import PostgresRetrievalBackend
 from retrieval_backends.postgres.bm25 import (
     BM25_SQL,
+    EXACT_SCORE,
     STORED_B,
     STORED_K1,
     BM25Params,
@@ -45,17 +46,14 @@ ZIPF = [1 / (rank + 1) for rank in range(len(VOCABULARY))]
 _tenant_numbers = itertools.count()
 WIDE = 520  # distinct lexemes in a chunk that gets no weights (the row keeps at most 500)
 
-# Every candidate of the lane's probe scored exactly, as the lane did before it had bounds.
+# Every candidate of the lane's probe scored exactly (the lane's own expression), as the lane did before
+# it had bounds.
 REFERENCE_SQL = (
     BM25_SQL[: BM25_SQL.index("bounds AS MATERIALIZED")]
     + """scored AS MATERIALIZED (
-    SELECT c.id, c.document_id, c.chunk_index, c.tenant_id, c.parent_index,
-           (SELECT sum(p.idfs[array_position(p.lexemes, (m.lex).lexeme)]
-                       * array_length((m.lex).positions, 1) * (%(k1)s::float8 + 1)
-                       / (array_length((m.lex).positions, 1)
-                          + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * c.lexeme_count / p.avgdl)))
-            FROM (SELECT unnest(ts_filter(setweight(c.search_vector, 'A', p.lexemes), '{a}')) AS lex) m
-           ) AS score
+    SELECT c.id, c.document_id, c.chunk_index, c.tenant_id, c.parent_index, """
+    + EXACT_SCORE
+    + """ AS score
     FROM probe p
     JOIN knowledge_chunk c ON knowledge_tenant_lexemes(c.tenant_id, c.search_vector) @@ p.tsq
     WHERE (c.language = p.language AND {where}) IS TRUE
