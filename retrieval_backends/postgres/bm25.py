@@ -70,8 +70,8 @@ class BM25Params:
 QUOTED = r"'''' || replace(replace(lexeme, '\', '\\'), '''', '''''') || ''''"
 TENANT_QUOTED = QUOTED.replace("|| replace(", "|| %(tenant)s || ':' || replace(", 1)
 
-# The weights kept in each chunk (migration 0017) were computed with these; any k1 and b can be bounded
-# from them (see `BOUNDS`), so the settings stay free.
+# The weights kept in each chunk (migration 0018, which has these numbers written out) were computed
+# with these; the bounds hold for any k1 and b (see the module docstring), so the settings stay free.
 STORED_K1 = 1.2
 STORED_B = 0.75
 DIMENSIONS = 1_000_000_000
