@@ -1,7 +1,8 @@
 """Vector lane: filtered pgvector search, exact over small visible sets and HNSW iterative scan otherwise.
 
 Filtered HNSW loses results when few rows are visible: the graph walk meets too few rows that pass
-the filter. Per query we ask the planner how many vectors the scope makes visible:
+the filter. Per scope we estimate how many vectors it makes visible (`visibility`: the planner with
+extended statistics, and each tenant's sampled ACLs):
 
 * at most `exact_scan_max_rows`: rank every visible row (recall 1.0; ~2.5 us a row, so 1k rows take
   ~1 ms but 10k rows ~25 ms at p95 -- keep the threshold near 5k).
@@ -16,62 +17,20 @@ than `limit` rows the visible set is evidently small, so the query is repeated e
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
-from typing import Any
 
 from knowledge.models.documents import INDEXED_DIMENSIONS
 from retrieval_backends.base import vector_lane_can_match
 from retrieval_backends.lookup_cache import LookupCache
-from retrieval_backends.postgres.sql import (
-    CHUNK,
-    EMBEDDING,
-    lane_fetch,
-    rows_to_hits,
-    scope_filter,
-    vector_literal,
-)
+from retrieval_backends.postgres.sql import CHUNK, EMBEDDING, lane_fetch, rows_to_hits, vector_literal
+from retrieval_backends.postgres.visibility import Visibility, candidate_where, estimate_visibility
 from retrieval_backends.types import LaneHit, SearchScope
 
 MIN_EF_SEARCH = 40
 MAX_EF_SEARCH = 1000
 EF_PER_VISIBLE_HIT = 2
 COMMON_GUCS: dict[str, str | int] = {"jit": "off"}
-
-
-def _candidate_sql(scope: SearchScope, dimensions: int, model: str | None) -> tuple[str, list[Any]]:
-    where, params = scope_filter("e", scope)
-    where = f"e.dimensions = {int(dimensions)} AND {where}"
-    if model is not None:
-        where += " AND e.model = %s"
-        params.append(model)
-    return where, params
-
-
-def _plan_sql(where: str) -> str:
-    return f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {EMBEDDING} e WHERE {where}"
-
-
-def _plan_rows(rows: list[tuple[Any, ...]]) -> float:
-    plan = rows[0][0]
-    plan = json.loads(plan) if isinstance(plan, str) else plan
-    return float(plan[0]["Plan"]["Plan Rows"])
-
-
-def _visible_estimate(
-    scope: SearchScope, where: str, params: list[Any], dims: int, timeout_ms: int
-) -> tuple[float, float]:
-    """Planner estimates of the visible vectors and of their fraction of the tenant's vectors."""
-    visible, total = lane_fetch(
-        timeout_ms,
-        [
-            (_plan_sql(where), params),
-            (_plan_sql("e.dimensions = %s AND e.tenant_id = %s"), [dims, scope.tenant_id]),
-        ],
-    )
-    estimate = _plan_rows(visible)
-    return estimate, min(1.0, estimate / max(_plan_rows(total), 1.0))
 
 
 def _hydrate_sql(inner: str) -> str:
@@ -130,18 +89,18 @@ def vector_search(
 ) -> list[LaneHit]:
     if not vector_lane_can_match(scope, query, dimensions, limit):
         return []
-    where, params = _candidate_sql(scope, dimensions, model)
+    where, params = candidate_where(scope, dimensions, model)
     args = [vector_literal(query), *params, limit]
     if dimensions in INDEXED_DIMENSIONS:
-        # Planner estimates change only with ANALYZE; a stale one just picks the other (correct) path.
-        def estimate() -> tuple[float, float]:
-            return _visible_estimate(scope, where, params, dimensions, timeout_ms)
+        # Statistics change only with ANALYZE; a stale estimate just picks the other (correct) path.
+        def estimate() -> Visibility:
+            return estimate_visibility(scope, dimensions, model, timeout_ms)
 
         key = ("visible", where, *(tuple(p) if isinstance(p, list) else p for p in params))
-        visible, fraction = estimates.get(key, estimate, keep=lambda _: True) if estimates else estimate()
-        if visible > exact_scan_max_rows:
+        seen = estimates.get(key, estimate, keep=lambda _: True) if estimates else estimate()
+        if seen.rows > exact_scan_max_rows:
             [rows] = lane_fetch(
-                timeout_ms, [(_hnsw_sql(where, dimensions), args)], **hnsw_settings(limit, fraction)
+                timeout_ms, [(_hnsw_sql(where, dimensions), args)], **hnsw_settings(limit, seen.fraction)
             )
             if len(rows) >= limit:
                 return rows_to_hits(rows)
