@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from django.db import connection
@@ -207,7 +207,30 @@ def retrieve(
     lane_hits = _run_lanes(backend, make_calls(depth), warnings)
     if backend.requires_result_verification:
         lane_hits = _verified(backend, scope, make_calls, depth, lane_hits, warnings)
-    return Retrieved(fused=fuser.fuse(lane_hits), lanes={name: len(hits) for name, hits in lane_hits.items()})
+    fused = with_lane_text(fuser.fuse(lane_hits), lane_hits)
+    return Retrieved(fused=fused, lanes={name: len(hits) for name, hits in lane_hits.items()})
+
+
+def with_lane_text(fused: list[FusedHit], lane_hits: dict[str, list[LaneHit]]) -> list[FusedHit]:
+    """A fused hit keeps one lane's hit; where only another lane read the chunk's text (a lane reads
+    it for its first hits), the text comes from there, so the search need not read it again."""
+    texts = {h.chunk_id: h for hits in lane_hits.values() for h in hits if h.content is not None}
+    return [
+        _text_from(f, texts[f.chunk_id]) if f.hit.content is None and f.chunk_id in texts else f
+        for f in fused
+    ]
+
+
+def _text_from(fused: FusedHit, read: LaneHit) -> FusedHit:
+    hit = replace(
+        fused.hit,
+        content=read.content,
+        title=read.title,
+        source_url=read.source_url,
+        page=read.page,
+        document_external_id=read.document_external_id,
+    )
+    return replace(fused, hit=hit)
 
 
 LaneCalls = Callable[[int], dict[str, Callable[[], list[LaneHit]]]]

@@ -45,7 +45,7 @@ from typing import Any
 
 from knowledge.models.documents import TENANT_LEXEMES_FUNCTION
 from retrieval_backends.lookup_cache import LookupCache
-from retrieval_backends.postgres.sql import CHUNK, prepared_lane_fetch, rows_to_hits, scope_filter
+from retrieval_backends.postgres.sql import CHUNK, prepared_lane_fetch, rows_to_hits, scope_filter, text_join
 from retrieval_backends.types import LaneHit, SearchScope
 
 STATS = "knowledge_keywordstatistics"
@@ -142,9 +142,12 @@ scored AS MATERIALIZED (
     ORDER BY e.score DESC, e.id
     LIMIT %(limit)s
 )
--- Ids and scores only: the search reads text for the few hits it returns (content is not needed to rank).
-SELECT id, document_id, chunk_index, score, NULL, NULL, NULL, tenant_id, parent_index
-FROM scored ORDER BY score DESC, id
+-- Text only for the first hits (the rest is read by the search if it keeps them).
+SELECT s.id, s.document_id, s.chunk_index, s.score, t.content, t.title, t.source_url, s.tenant_id,
+       s.parent_index, t.page, t.external_id
+FROM (SELECT s.*, row_number() OVER (ORDER BY s.score DESC, s.id) AS rank FROM scored s) s
+{text_join("s.id", "s.rank")}
+ORDER BY s.score DESC, s.id
 """
 
 

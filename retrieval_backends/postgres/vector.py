@@ -23,7 +23,14 @@ from collections.abc import Sequence
 from knowledge.models.documents import INDEXED_DIMENSIONS
 from retrieval_backends.base import vector_lane_can_match
 from retrieval_backends.lookup_cache import LookupCache
-from retrieval_backends.postgres.sql import CHUNK, EMBEDDING, lane_fetch, rows_to_hits, vector_literal
+from retrieval_backends.postgres.sql import (
+    CHUNK,
+    EMBEDDING,
+    lane_fetch,
+    rows_to_hits,
+    text_join,
+    vector_literal,
+)
 from retrieval_backends.postgres.visibility import Visibility, candidate_where, estimate_visibility
 from retrieval_backends.types import LaneHit, SearchScope
 
@@ -34,10 +41,12 @@ COMMON_GUCS: dict[str, str | int] = {"jit": "off"}
 
 
 def _hydrate_sql(inner: str) -> str:
-    # No text: the search reads it for the few hits it returns (see knowledge.selectors.hydration).
+    # Text only for the first hits (the rest is read by the search if it keeps them).
     return (
-        f"SELECT e.chunk_id, c.document_id, c.chunk_index, 1 - e.dist, NULL, NULL, NULL, "
-        f"c.tenant_id, c.parent_index FROM ({inner}) e JOIN {CHUNK} c ON c.id = e.chunk_id "
+        f"SELECT e.chunk_id, c.document_id, c.chunk_index, 1 - e.dist, t.content, t.title, t.source_url, "
+        f"c.tenant_id, c.parent_index, t.page, t.external_id "
+        f"FROM (SELECT i.*, row_number() OVER (ORDER BY i.dist, i.chunk_id) AS rank FROM ({inner}) i) e "
+        f"JOIN {CHUNK} c ON c.id = e.chunk_id {text_join('e.chunk_id', 'e.rank')} "
         f"ORDER BY e.dist, e.chunk_id"
     )
 

@@ -11,6 +11,7 @@ from django.test import override_settings
 from knowledge.errors import InvalidInput
 from knowledge.models import Chunk
 from knowledge.pipeline.active import active_embedder
+from knowledge.pipeline.fusers.base import FusedHit
 from knowledge.pipeline.fusers.rrf import RRFFuser
 from knowledge.pipeline.rerankers.mmr import MMRReranker
 from knowledge.pipeline.stages.base import HitStage, QueryStage
@@ -18,7 +19,7 @@ from knowledge.pipeline.stages.types import PlannedQuery, StageContext, StageHit
 from knowledge.selectors.search import Stages, search_chunks
 from knowledge.services.documents import document_soft_delete, document_upsert
 from retrieval_backends.registry import reset_backend
-from retrieval_backends.types import LaneHit, SearchScope
+from retrieval_backends.types import PAGE_UNKNOWN, LaneHit, SearchScope
 from tests.factories import ConnectorFactory, PrincipalFactory
 from tests.knowledge.fake_backends import ForgingBackend
 
@@ -130,8 +131,13 @@ def test_only_the_answer_is_read_without_hit_stages_and_a_pool_with_them(kb, mon
     assert len(result.hits) == 2 and [len(c) for c in calls] == [6]  # a reranker chooses among them
 
 
+def without_text(fused: FusedHit) -> FusedHit:
+    bare = replace(fused.hit, content=None, title=None, source_url=None, page=PAGE_UNKNOWN)
+    return replace(fused, hit=bare)
+
+
 def test_a_chunk_deleted_before_it_is_read_leaves_its_place_to_the_next(kb, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from knowledge.selectors import search
+    from knowledge.selectors import retrieval, search
 
     scope = many_documents(kb[0])
     expected = [h.chunk_id for h in search_chunks(scope=scope, query_text="cats purr", limit=4).hits]
@@ -145,6 +151,8 @@ def test_a_chunk_deleted_before_it_is_read_leaves_its_place_to_the_next(kb, monk
         return original(fused)
 
     monkeypatch.setattr(search, "hydrate_hits", deleting_the_best_first)
+    # Hits that come without their text (an external index's, or past a lane's first LANE_TEXT_HITS).
+    monkeypatch.setattr(retrieval, "with_lane_text", lambda fused, _lanes: [without_text(f) for f in fused])
     hits = [h.chunk_id for h in search_chunks(scope=scope, query_text="cats purr", limit=4).hits]
     assert calls[0] == expected and len(calls) == 2 and len(calls[1]) == 1
     assert hits == expected[1:] + calls[1]  # the next best takes the deleted chunk's place
