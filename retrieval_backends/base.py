@@ -47,6 +47,9 @@ class KnowledgeRetrievalBackend:
     requires_index_sync: bool = False
     #: True when the sync hooks need each document's chunks and vectors, not only its filters.
     mirrors_content: bool = False
+    #: True when `vector_search` and `keyword_search` take `text_hits=N`: their first N hits then
+    #: carry content, title, URL, page and document external id (read in the lane's own query).
+    reads_lane_text: bool = False
     #: Short name used in messages and health reports.
     name: str = "base"
 

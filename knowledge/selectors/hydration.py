@@ -1,7 +1,7 @@
 """Text and citation fields (title, URL, page) of the hits a search keeps, read once for its pool.
 
 Lanes rank by ids and scores: reading the text of every candidate (50 a lane) cost more than the
-ranking itself. The PostgreSQL lanes read it for their first hits only (`LANE_TEXT_HITS`, in the
+ranking itself. The PostgreSQL lanes read it for their first hits only (2 x the limit, in the
 lane's own statement), which nearly always hold the answer; other hits may come back without text
 (`content` None, as the contract allows), and the pool that is reranked and returned gets it here,
 in one statement. Visibility was decided by the lane's own statement; a chunk deleted since is

@@ -199,11 +199,14 @@ def retrieve(
     depth: int,
     fuser: Fuser,
     warnings: list[str],
+    text_hits: int = 0,
 ) -> Retrieved:
-    """Run the lanes for one query within `scope` and fuse them."""
+    """Run the lanes for one query within `scope` and fuse them; lanes that can read their first
+    `text_hits` hits' text do so."""
     if scope.sees_nothing:
         return Retrieved(fused=[], lanes={})
-    make_calls = _lane_calls(backend, scope, lanes, query_text, vq, warnings)
+    text_hits = text_hits if backend.reads_lane_text else 0
+    make_calls = _lane_calls(backend, scope, lanes, query_text, vq, warnings, text_hits)
     lane_hits = _run_lanes(backend, make_calls(depth), warnings)
     if backend.requires_result_verification:
         lane_hits = _verified(backend, scope, make_calls, depth, lane_hits, warnings)
@@ -212,8 +215,8 @@ def retrieve(
 
 
 def with_lane_text(fused: list[FusedHit], lane_hits: dict[str, list[LaneHit]]) -> list[FusedHit]:
-    """A fused hit keeps one lane's hit; where only another lane read the chunk's text (a lane reads
-    it for its first hits), the text comes from there, so the search need not read it again."""
+    """A fused hit keeps one lane's hit; where only another lane read the chunk's text (a lane may
+    read it for its first hits), the text comes from there, so the search need not read it again."""
     texts = {h.chunk_id: h for hits in lane_hits.values() for h in hits if h.content is not None}
     return [
         _text_from(f, texts[f.chunk_id]) if f.hit.content is None and f.chunk_id in texts else f
@@ -243,17 +246,19 @@ def _lane_calls(
     query_text: str | None,
     vq: VectorQuery | None,
     warnings: list[str],
+    text_hits: int = 0,
 ) -> LaneCalls:
     """The lanes to run, for a given depth (candidates per lane)."""
+    text = {"text_hits": text_hits} if text_hits else {}
 
     def calls(depth: int) -> dict[str, Callable[[], list[LaneHit]]]:
         found: dict[str, Callable[[], list[LaneHit]]] = {}
         if vq is not None:
             found["vector"] = lambda: backend.vector_search(
-                scope, vq.vector, vq.dimensions, depth, model=vq.model
+                scope, vq.vector, vq.dimensions, depth, model=vq.model, **text
             )
         if "keyword" in lanes and query_text is not None:
-            found["keyword"] = _keyword_call(backend, scope, query_text, depth, warnings)
+            found["keyword"] = _keyword_call(backend, scope, query_text, depth, warnings, text)
         return found
 
     return calls
@@ -283,13 +288,18 @@ def _verified(
 
 
 def _keyword_call(
-    backend: KnowledgeRetrievalBackend, scope: SearchScope, query_text: str, depth: int, warnings: list[str]
+    backend: KnowledgeRetrievalBackend,
+    scope: SearchScope,
+    query_text: str,
+    depth: int,
+    warnings: list[str],
+    text: dict[str, int],
 ) -> Callable[[], list[LaneHit]]:
     """The keyword lane, including its language and statistics look-ups (they run in the lane's thread)."""
 
     def lane() -> list[LaneHit]:
         languages = backend.get_text_search_languages(scope.tenant_id, scope.connector_ids)
         warnings.extend(backend.keyword_warnings(scope.tenant_id, languages, scope.connector_ids))
-        return backend.keyword_search(scope, query_text, languages, depth)
+        return backend.keyword_search(scope, query_text, languages, depth, **text)
 
     return lane

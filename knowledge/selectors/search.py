@@ -46,6 +46,9 @@ from retrieval_backends.types import PAGE_UNKNOWN, SearchScope
 
 __all__ = ["LANES", "SearchHit", "SearchResult", "Stages", "close_lane_connections", "search_chunks"]
 RERANK_POOL_FACTOR = 3  # hits hydrated for the hit stages, per result asked for
+# Lanes that can read text do so for their first 2 x limit hits: on SciFact the hybrid top 10 lay
+# within them for all 300 questions tried (within the first 10 for 72 %), so no second read is needed.
+LANE_TEXT_PER_RESULT = 2
 FANOUT_THREADS = 4
 H = TypeVar("H")
 _fanout = ThreadPoolExecutor(max_workers=FANOUT_THREADS, thread_name_prefix="search-fanout")
@@ -257,6 +260,7 @@ class _Run:
             depth=self.depth,
             fuser=self.fuser,
             warnings=self.context.warnings,
+            text_hits=min(self.depth, LANE_TEXT_PER_RESULT * self.limit),
         )
 
     def _concurrently(

@@ -21,6 +21,7 @@ class PostgresRetrievalBackend(CanonicalStoreMixin, KnowledgeRetrievalBackend):
 
     requires_result_verification = False
     name = "postgres"
+    reads_lane_text = True
 
     def __init__(
         self,
@@ -47,6 +48,7 @@ class PostgresRetrievalBackend(CanonicalStoreMixin, KnowledgeRetrievalBackend):
         limit: int,
         *,
         model: str | None = None,
+        text_hits: int = 0,
     ) -> list[LaneHit]:
         return vector.vector_search(
             scope,
@@ -57,15 +59,22 @@ class PostgresRetrievalBackend(CanonicalStoreMixin, KnowledgeRetrievalBackend):
             timeout_ms=self.lane_timeout_ms,
             exact_scan_max_rows=self.exact_scan_max_rows,
             estimates=self.store.lookups,
+            text_hits=text_hits,
         )
 
     def keyword_search(
-        self, scope: SearchScope, query_text: str, languages: Sequence[str], limit: int
+        self, scope: SearchScope, query_text: str, languages: Sequence[str], limit: int, *, text_hits: int = 0
     ) -> list[LaneHit]:
         if not keyword_lane_can_match(scope, query_text, languages, limit):
             return []
         hits = bm25.bm25_search(
-            scope, query_text, languages, limit, params=self.bm25, timeout_ms=self.lane_timeout_ms
+            scope,
+            query_text,
+            languages,
+            limit,
+            params=self.bm25,
+            timeout_ms=self.lane_timeout_ms,
+            text_hits=text_hits,
         )
         # BM25 finds nothing without statistics; only then is it worth asking whether they exist.
         if hits or self.has_keyword_statistics(scope.tenant_id, languages, scope.connector_ids):

@@ -142,11 +142,11 @@ scored AS MATERIALIZED (
     ORDER BY e.score DESC, e.id
     LIMIT %(limit)s
 )
--- Text only for the first hits (the rest is read by the search if it keeps them).
+-- Text only for the first hits the caller asks for (the search reads the others it keeps).
 SELECT s.id, s.document_id, s.chunk_index, s.score, t.content, t.title, t.source_url, s.tenant_id,
        s.parent_index, t.page, t.external_id
 FROM (SELECT s.*, row_number() OVER (ORDER BY s.score DESC, s.id) AS rank FROM scored s) s
-{text_join("s.id", "s.rank")}
+{text_join("s.id", "s.rank", "%(text_hits)s")}
 ORDER BY s.score DESC, s.id
 """
 
@@ -177,6 +177,7 @@ def bm25_search(
     *,
     params: BM25Params,
     timeout_ms: int,
+    text_hits: int = 0,
 ) -> list[LaneHit]:
     where, filter_params = _named_filter(scope)
     args = {
@@ -186,6 +187,7 @@ def bm25_search(
         "budget": params.budget_for(limit),
         **bound_args(params),
         "limit": limit,
+        "text_hits": text_hits,
         **filter_params,
     }
     # JIT only adds compile time to a statement like this one (as in the vector lane).

@@ -15,9 +15,6 @@ from retrieval_backends.types import PAGE_UNKNOWN, PARENT_UNKNOWN, AccessScope, 
 CHUNK = "knowledge_chunk"
 EMBEDDING = "knowledge_chunkembedding"
 DOCUMENT = "knowledge_document"
-# The first hits of each lane come with their text: a search's answer is nearly always among them
-# (all 300 SciFact questions tried, top 10 of a hybrid), so it needs no separate read of the text.
-LANE_TEXT_HITS = 20
 
 
 def scope_filter(alias: str, scope: AccessScope) -> tuple[str, list[Any]]:
@@ -222,13 +219,13 @@ def rows_to_hits(rows: Sequence[Sequence[Any]]) -> list[LaneHit]:
     ]
 
 
-def text_join(chunk_id: str, rank: str) -> str:
+def text_join(chunk_id: str, rank: str, count: str) -> str:
     """A join giving `t.content, t.title, t.source_url, t.page, t.external_id` for the lane's first
-    LANE_TEXT_HITS rows (`rank` counts from 1) and NULLs for the others."""
+    `count` rows (`rank` counts from 1; `count` is a placeholder) and NULLs for the others."""
     return (
         f"LEFT JOIN LATERAL (SELECT tc.content, d.title, d.source_url, tc.page, d.external_id "
         f"FROM {CHUNK} tc JOIN {DOCUMENT} d ON d.id = tc.document_id "
-        f"WHERE tc.id = {chunk_id} AND {rank} <= {LANE_TEXT_HITS} OFFSET 0) t ON true"
+        f"WHERE tc.id = {chunk_id} AND {rank} <= {count} OFFSET 0) t ON true"
     )
 
 

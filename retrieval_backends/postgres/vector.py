@@ -41,12 +41,12 @@ COMMON_GUCS: dict[str, str | int] = {"jit": "off"}
 
 
 def _hydrate_sql(inner: str) -> str:
-    # Text only for the first hits (the rest is read by the search if it keeps them).
+    # Text only for the first hits the caller asks for (the search reads the others it keeps).
     return (
         f"SELECT e.chunk_id, c.document_id, c.chunk_index, 1 - e.dist, t.content, t.title, t.source_url, "
         f"c.tenant_id, c.parent_index, t.page, t.external_id "
         f"FROM (SELECT i.*, row_number() OVER (ORDER BY i.dist, i.chunk_id) AS rank FROM ({inner}) i) e "
-        f"JOIN {CHUNK} c ON c.id = e.chunk_id {text_join('e.chunk_id', 'e.rank')} "
+        f"JOIN {CHUNK} c ON c.id = e.chunk_id {text_join('e.chunk_id', 'e.rank', '%s')} "
         f"ORDER BY e.dist, e.chunk_id"
     )
 
@@ -95,11 +95,12 @@ def vector_search(
     timeout_ms: int,
     exact_scan_max_rows: int,
     estimates: LookupCache | None = None,
+    text_hits: int = 0,
 ) -> list[LaneHit]:
     if not vector_lane_can_match(scope, query, dimensions, limit):
         return []
     where, params = candidate_where(scope, dimensions, model)
-    args = [vector_literal(query), *params, limit]
+    args = [vector_literal(query), *params, limit, text_hits]
     if dimensions in INDEXED_DIMENSIONS:
         # Statistics change only with ANALYZE; a stale estimate just picks the other (correct) path.
         def estimate() -> Visibility:

@@ -30,7 +30,7 @@ class SlowKeywordBackend(PostgresRetrievalBackend):
     """The keyword lane hits PostgreSQL's statement timeout for real."""
 
     def keyword_search(
-        self, scope: SearchScope, query_text: str, languages: Sequence[str], limit: int
+        self, scope: SearchScope, query_text: str, languages: Sequence[str], limit: int, *, text_hits: int = 0
     ) -> list[LaneHit]:
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute("SET LOCAL statement_timeout = 10")
@@ -40,7 +40,7 @@ class SlowKeywordBackend(PostgresRetrievalBackend):
 
 class BrokenKeywordBackend(PostgresRetrievalBackend):
     def keyword_search(
-        self, scope: SearchScope, query_text: str, languages: Sequence[str], limit: int
+        self, scope: SearchScope, query_text: str, languages: Sequence[str], limit: int, *, text_hits: int = 0
     ) -> list[LaneHit]:
         raise RuntimeError("keyword lane exploded")
 

@@ -151,7 +151,7 @@ def test_a_chunk_deleted_before_it_is_read_leaves_its_place_to_the_next(kb, monk
         return original(fused)
 
     monkeypatch.setattr(search, "hydrate_hits", deleting_the_best_first)
-    # Hits that come without their text (an external index's, or past a lane's first LANE_TEXT_HITS).
+    # Hits that come without their text (an external index's, or past the lanes' first 2 x limit).
     monkeypatch.setattr(retrieval, "with_lane_text", lambda fused, _lanes: [without_text(f) for f in fused])
     hits = [h.chunk_id for h in search_chunks(scope=scope, query_text="cats purr", limit=4).hits]
     assert calls[0] == expected and len(calls) == 2 and len(calls[1]) == 1

@@ -159,7 +159,7 @@ def test_hits_are_hydrated_once_and_vanished_chunks_dropped(connector, scope) ->
 
     chunks = list(Chunk.objects.filter(tenant_id=scope.tenant_id).select_related("document"))
     read = get_backend().keyword_search(scope, "cats dogs ships", ["english"], 10)
-    # As hits past a lane's first LANE_TEXT_HITS (or an external index's) come: without their text.
+    # As hits past the lanes' first 2 x limit (or an external index's) come: without their text.
     bare = [replace(h, content=None, title=None, source_url=None, page=PAGE_UNKNOWN) for h in read]
 
     def fused(hit: LaneHit) -> FusedHit:

@@ -20,13 +20,13 @@ from django.db import connection
 from knowledge.models import Tenant
 from retrieval_backends.postgres import PostgresRetrievalBackend, prepared
 from retrieval_backends.postgres.bm25 import BM25_SQL, BM25Params, _named_filter, bound_args
-from retrieval_backends.postgres.sql import LANE_TEXT_HITS
 from retrieval_backends.types import ChunkInput, SearchScope
 from tests.factories import DocumentFactory
 
 pytestmark = pytest.mark.django_db
 
 WORDS = [f"w{i:03d}" for i in range(300)]
+TEXT_HITS = 20  # what a search of the top 10 asks for
 QUERY = " ".join(WORDS[i] for i in (0, 3, 7, 12, 20, 33, 50, 80, 120, 190, 250, 299))
 
 
@@ -95,7 +95,7 @@ def chunk_reads(tenant_id: int, generic: bool = False) -> list[dict[str, Any]]:
     params = BM25Params()
     args: dict[str, Any] = {"languages": ["simple"], "query": QUERY, "tenant": tenant_id}
     args["budget"] = params.budget_for(50)
-    args |= {**bound_args(params), "limit": 50, **filter_params}
+    args |= {**bound_args(params), "limit": 50, "text_hits": TEXT_HITS, **filter_params}
     plan = explained(BM25_SQL.replace("{where}", where), args, generic)
     plan = json.loads(plan) if isinstance(plan, str) else plan
     with connection.cursor() as cursor:
@@ -152,10 +152,10 @@ def test_only_chunks_that_can_reach_the_answer_are_scored_exactly(analyzed: bool
         "knowledge_chunk_pkey",
     }
     assert all(node["Node Type"] in {"Index Scan", "Bitmap Heap Scan", "Bitmap Index Scan"} for node in reads)
-    # The exact step, and the text of the first LANE_TEXT_HITS hits.
+    # The exact step, and the text of the first hits.
     exact, text = sorted(by_key, key=lambda node: -node["Actual Loops"])
     assert 50 <= exact["Actual Loops"] < candidates / 2
-    assert text["Actual Loops"] == LANE_TEXT_HITS
+    assert text["Actual Loops"] == TEXT_HITS
 
 
 def test_a_generic_plan_made_while_the_table_was_small_still_reads_chunks_by_key() -> None:

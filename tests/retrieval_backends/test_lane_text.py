@@ -1,5 +1,5 @@
-"""Each PostgreSQL lane reads the text of its first LANE_TEXT_HITS hits in its own statement, so a
-search whose answer is among them reads nothing more; later hits come without text."""
+"""A PostgreSQL lane asked for `text_hits` reads the text of its first ones in its own statement; the
+search asks for 2 x limit, so a search whose answer is among them reads nothing more."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from knowledge.models import Chunk
 from knowledge.pipeline.active import active_embedder
 from knowledge.selectors.search import search_chunks
 from knowledge.services.documents import document_upsert
-from retrieval_backends.postgres.sql import LANE_TEXT_HITS
-from retrieval_backends.registry import get_backend
+from retrieval_backends.postgres import PostgresRetrievalBackend
 from retrieval_backends.types import PAGE_UNKNOWN, LaneHit, SearchScope
 from tests.factories import ConnectorFactory
 
 pytestmark = pytest.mark.django_db
+LANE_TEXT_HITS = 20
 DOCUMENTS = LANE_TEXT_HITS + 10
 
 
@@ -63,11 +63,21 @@ def check_text(hits: list[LaneHit]) -> None:
 def test_the_vector_lane_reads_the_text_of_its_first_hits(scope: SearchScope) -> None:
     embedder = active_embedder()
     query = embedder.embed_query("cats purr")
-    check_text(get_backend().vector_search(scope, query, embedder.dimension, DOCUMENTS, model=embedder.name))
+    backend = PostgresRetrievalBackend()
+    hits = backend.vector_search(
+        scope, query, embedder.dimension, DOCUMENTS, model=embedder.name, text_hits=LANE_TEXT_HITS
+    )
+    check_text(hits)
+    assert all(
+        h.content is None
+        for h in backend.vector_search(scope, query, embedder.dimension, 5, model=embedder.name)
+    )
 
 
 def test_the_keyword_lane_reads_the_text_of_its_first_hits(scope: SearchScope) -> None:
-    check_text(get_backend().keyword_search(scope, "cats purr", ["english"], DOCUMENTS))
+    backend = PostgresRetrievalBackend()
+    check_text(backend.keyword_search(scope, "cats purr", ["english"], DOCUMENTS, text_hits=LANE_TEXT_HITS))
+    assert all(h.content is None for h in backend.keyword_search(scope, "cats purr", ["english"], 5))
 
 
 def test_a_search_answered_from_the_lanes_first_hits_takes_one_statement_a_lane(
