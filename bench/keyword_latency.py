@@ -92,6 +92,7 @@ def bm25_args(tenant_id: int, query: str, limit: int) -> dict[str, Any]:
         "budget": params.budget_for(limit),
         **bound_args(params),
         "limit": limit,
+        "text_hits": 0,  # ids and scores, as the lane alone returns them
     }
 
 

@@ -353,7 +353,7 @@ def raw_bm25(tenant_id: int, text: str) -> list[int]:
 
     params = BM25Params()
     args = {"languages": ["english"], "query": text, "tenant": tenant_id, "budget": params.budget_for(LIMIT)}
-    args |= {**bound_args(params), "limit": LIMIT}
+    args |= {**bound_args(params), "limit": LIMIT, "text_hits": 0}
     return sql_ids(BM25_SQL.replace("{where}", "TRUE"), args)
 
 
