@@ -82,18 +82,10 @@ def lane(tenant_id: int, limit: int) -> Callable[[str], Any]:
 
 
 def bm25_args(tenant_id: int, query: str, limit: int) -> dict[str, Any]:
-    from retrieval_backends.postgres.bm25 import BM25Params, bound_args
+    """Ids and scores, as the lane alone returns them (no text)."""
+    from retrieval_backends.postgres.bm25 import BM25Params, statement_args
 
-    params = BM25Params()
-    return {
-        "languages": ["english"],
-        "query": query,
-        "tenant": tenant_id,
-        "budget": params.budget_for(limit),
-        **bound_args(params),
-        "limit": limit,
-        "text_hits": 0,  # ids and scores, as the lane alone returns them
-    }
+    return statement_args(tenant_id, query, ["english"], limit, BM25Params())
 
 
 def raw_sql(tenant_id: int, limit: int) -> Callable[[str], Any]:

@@ -349,11 +349,9 @@ def sql_ids(sql: str, params: Sequence[Any] | dict[str, Any]) -> list[int]:
 
 def raw_bm25(tenant_id: int, text: str) -> list[int]:
     """The keyword lane's BM25 query with no scope filter and no service layer."""
-    from retrieval_backends.postgres.bm25 import BM25_SQL, BM25Params, bound_args
+    from retrieval_backends.postgres.bm25 import BM25_SQL, BM25Params, statement_args
 
-    params = BM25Params()
-    args = {"languages": ["english"], "query": text, "tenant": tenant_id, "budget": params.budget_for(LIMIT)}
-    args |= {**bound_args(params), "limit": LIMIT, "text_hits": 0}
+    args = statement_args(tenant_id, text, ["english"], LIMIT, BM25Params())
     return sql_ids(BM25_SQL.replace("{where}", "TRUE"), args)
 
 

@@ -160,6 +160,27 @@ def _named_filter(scope: SearchScope) -> tuple[str, dict[str, Any]]:
     return where, dict(zip(names, params, strict=True))
 
 
+def statement_args(
+    tenant_id: int,
+    query_text: str,
+    languages: Sequence[str],
+    limit: int,
+    params: BM25Params,
+    *,
+    text_hits: int = 0,
+) -> dict[str, Any]:
+    """BM25_SQL's arguments, but for the scope filter's (`_named_filter`)."""
+    return {
+        "languages": list(languages),
+        "query": query_text,
+        "tenant": tenant_id,
+        "budget": params.budget_for(limit),
+        **bound_args(params),
+        "limit": limit,
+        "text_hits": text_hits,
+    }
+
+
 def bound_args(params: BM25Params) -> dict[str, float]:
     """k1 and b, and the constant part of a chunk's 1 + K under them (for the bounds)."""
     return {
@@ -180,16 +201,8 @@ def bm25_search(
     text_hits: int = 0,
 ) -> list[LaneHit]:
     where, filter_params = _named_filter(scope)
-    args = {
-        "languages": list(languages),
-        "query": query_text,
-        "tenant": scope.tenant_id,
-        "budget": params.budget_for(limit),
-        **bound_args(params),
-        "limit": limit,
-        "text_hits": text_hits,
-        **filter_params,
-    }
+    args = statement_args(scope.tenant_id, query_text, languages, limit, params, text_hits=text_hits)
+    args |= filter_params
     # JIT only adds compile time to a statement like this one (as in the vector lane).
     # Prepared once per connection, with a generic plan: the plan is the same for every query anyway.
     [rows] = prepared_lane_fetch(

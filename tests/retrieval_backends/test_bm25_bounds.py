@@ -33,7 +33,7 @@ from retrieval_backends.postgres.bm25 import (
     BM25Params,
     _named_filter,
     bm25_search,
-    bound_args,
+    statement_args,
 )
 from retrieval_backends.types import ChunkInput, SearchScope
 from tests.factories import DocumentFactory
@@ -71,8 +71,7 @@ def scope_for(tenant_id: int) -> SearchScope:
 
 def reference(scope: SearchScope, query: str, limit: int, params: BM25Params) -> list[tuple[int, float]]:
     where, filter_params = _named_filter(scope)
-    args: dict[str, Any] = {"languages": ["simple"], "query": query, "tenant": scope.tenant_id}
-    args |= {"limit": limit, "budget": params.budget_for(limit), **bound_args(params), **filter_params}
+    args = statement_args(scope.tenant_id, query, ["simple"], limit, params) | filter_params
     with connection.cursor() as cursor:
         cursor.execute(REFERENCE_SQL.replace("{where}", where), args)
         return [(int(i), float(s)) for i, s in cursor.fetchall()]

@@ -19,7 +19,7 @@ from django.db import connection
 
 from knowledge.models import Tenant
 from retrieval_backends.postgres import PostgresRetrievalBackend, prepared
-from retrieval_backends.postgres.bm25 import BM25_SQL, BM25Params, _named_filter, bound_args
+from retrieval_backends.postgres.bm25 import BM25_SQL, BM25Params, _named_filter, statement_args
 from retrieval_backends.types import ChunkInput, SearchScope
 from tests.factories import DocumentFactory
 
@@ -92,10 +92,7 @@ def chunk_reads(tenant_id: int, generic: bool = False) -> list[dict[str, Any]]:
     """The plan nodes that read the chunk table or any of its indexes, for a top-50 query."""
     scope = SearchScope(tenant_id=tenant_id, principal_tokens=frozenset({"public"}))
     where, filter_params = _named_filter(scope)
-    params = BM25Params()
-    args: dict[str, Any] = {"languages": ["simple"], "query": QUERY, "tenant": tenant_id}
-    args["budget"] = params.budget_for(50)
-    args |= {**bound_args(params), "limit": 50, "text_hits": TEXT_HITS, **filter_params}
+    args = statement_args(tenant_id, QUERY, ["simple"], 50, BM25Params(), text_hits=TEXT_HITS) | filter_params
     plan = explained(BM25_SQL.replace("{where}", where), args, generic)
     plan = json.loads(plan) if isinstance(plan, str) else plan
     with connection.cursor() as cursor:
