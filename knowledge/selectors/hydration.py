@@ -11,12 +11,13 @@ as they are.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from django.db import connection
 
 from knowledge.pipeline.fusers.base import FusedHit
-from retrieval_backends.types import PAGE_UNKNOWN
+from retrieval_backends.types import PAGE_UNKNOWN, LaneHit
 
 HYDRATE_SQL = (
     "SELECT c.id, c.content, d.title, d.source_url, c.page, d.external_id FROM knowledge_chunk c "
@@ -24,21 +25,53 @@ HYDRATE_SQL = (
 )
 
 
+def lacks_text(hit: LaneHit) -> bool:
+    """Whether nothing has read the hit's text and citation fields yet."""
+    return hit.content is None or hit.page == PAGE_UNKNOWN
+
+
+def with_text(
+    fused: FusedHit,
+    content: str | None,
+    title: str | None,
+    source_url: str | None,
+    page: int | None,
+    external_id: str | None,
+) -> FusedHit:
+    """The fused hit with these text and citation fields."""
+    hit = replace(
+        fused.hit,
+        content=content,
+        title=title,
+        source_url=source_url,
+        page=page,
+        document_external_id=external_id,
+    )
+    return replace(fused, hit=hit)
+
+
+def with_lane_text(fused: list[FusedHit], lane_hits: Mapping[str, Sequence[LaneHit]]) -> list[FusedHit]:
+    """A fused hit keeps one lane's hit; where only another lane read the chunk's text (a lane may
+    read it for its first hits), the text comes from there, so the search need not read it again."""
+    read = {
+        h.chunk_id: (h.content, h.title, h.source_url, h.page, h.document_external_id)
+        for hits in lane_hits.values()
+        for h in hits
+        if not lacks_text(h)
+    }
+    return [with_text(f, *read[f.chunk_id]) if lacks_text(f.hit) and f.chunk_id in read else f for f in fused]
+
+
 def hydrate_hits(fused: list[FusedHit]) -> list[FusedHit]:
     """The hits with their text and citation fields, in order; hits whose chunk is gone are dropped."""
-    missing = [f.chunk_id for f in fused if f.hit.content is None or f.hit.page == PAGE_UNKNOWN]
+    missing = [f.chunk_id for f in fused if lacks_text(f.hit)]
     if not missing:
         return fused
     with connection.cursor() as cursor:
         cursor.execute(HYDRATE_SQL, [missing])
         rows = {row[0]: row[1:] for row in cursor.fetchall()}
-    hydrated = []
-    for f in fused:
-        if f.hit.content is None or f.hit.page == PAGE_UNKNOWN:
-            if f.chunk_id not in rows:
-                continue
-            content, title, url, page, external_id = rows[f.chunk_id]
-            hit = replace(f.hit, content=content, title=title, source_url=url, page=page)
-            f = replace(f, hit=replace(hit, document_external_id=external_id))
-        hydrated.append(f)
-    return hydrated
+    return [
+        with_text(f, *rows[f.chunk_id]) if lacks_text(f.hit) else f
+        for f in fused
+        if not lacks_text(f.hit) or f.chunk_id in rows
+    ]

@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from django.db import connection
@@ -19,6 +19,7 @@ from knowledge.errors import InvalidInput, ServiceUnavailable
 from knowledge.pipeline.active import active_embedder
 from knowledge.pipeline.embedders.base import CLIENT_MODEL, EmbedderError
 from knowledge.pipeline.fusers.base import FusedHit, Fuser
+from knowledge.selectors.hydration import with_lane_text
 from knowledge.selectors.verification import verify_lanes
 from retrieval_backends.base import KnowledgeRetrievalBackend
 from retrieval_backends.types import LaneHit, SearchScope
@@ -212,28 +213,6 @@ def retrieve(
         lane_hits = _verified(backend, scope, make_calls, depth, lane_hits, warnings)
     fused = with_lane_text(fuser.fuse(lane_hits), lane_hits)
     return Retrieved(fused=fused, lanes={name: len(hits) for name, hits in lane_hits.items()})
-
-
-def with_lane_text(fused: list[FusedHit], lane_hits: dict[str, list[LaneHit]]) -> list[FusedHit]:
-    """A fused hit keeps one lane's hit; where only another lane read the chunk's text (a lane may
-    read it for its first hits), the text comes from there, so the search need not read it again."""
-    texts = {h.chunk_id: h for hits in lane_hits.values() for h in hits if h.content is not None}
-    return [
-        _text_from(f, texts[f.chunk_id]) if f.hit.content is None and f.chunk_id in texts else f
-        for f in fused
-    ]
-
-
-def _text_from(fused: FusedHit, read: LaneHit) -> FusedHit:
-    hit = replace(
-        fused.hit,
-        content=read.content,
-        title=read.title,
-        source_url=read.source_url,
-        page=read.page,
-        document_external_id=read.document_external_id,
-    )
-    return replace(fused, hit=hit)
 
 
 LaneCalls = Callable[[int], dict[str, Callable[[], list[LaneHit]]]]

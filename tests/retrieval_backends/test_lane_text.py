@@ -92,7 +92,7 @@ def test_a_search_answered_from_the_lanes_first_hits_takes_one_statement_a_lane(
 
 def test_a_fused_hit_takes_the_text_another_lane_read() -> None:
     from knowledge.pipeline.fusers.base import FusedHit
-    from knowledge.selectors.retrieval import with_lane_text
+    from knowledge.selectors.hydration import with_lane_text
 
     bare = LaneHit(chunk_id=1, document_id=9, chunk_index=0, score=0.5)
     read = LaneHit(
