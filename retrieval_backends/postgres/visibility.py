@@ -73,21 +73,19 @@ def estimate_visibility(
     scope: SearchScope, dimensions: int, model: str | None, timeout_ms: int
 ) -> Visibility:
     """The scope's visible vectors of `model` and `dimensions`, estimated in one round trip."""
-    visible_where = candidate_where(scope, dimensions, model)
-    base_where = candidate_where(replace(scope, bypass_acl=True), dimensions, model)
     space = "e.dimensions = %s AND e.tenant_id = %s" + (" AND e.model = %s" if model is not None else "")
     space_params = [dimensions, scope.tenant_id] + ([model] if model is not None else [])
-    statements = [
-        _explain(*visible_where),
-        _explain(*base_where),
-        _explain(space, space_params),
-        _explain("e.tenant_id = %s", [scope.tenant_id]),
-    ]
-    if not scope.bypass_acl:
-        statements.append((ACL_SHARE_SQL, [sorted(scope.principal_tokens), scope.tenant_id]))
+    statements = [_explain(*candidate_where(scope, dimensions, model)), _explain(space, space_params)]
+    if not scope.bypass_acl:  # else the visible rows are the scope's other clauses' already
+        statements += [
+            _explain(*candidate_where(replace(scope, bypass_acl=True), dimensions, model)),
+            _explain("e.tenant_id = %s", [scope.tenant_id]),
+            (ACL_SHARE_SQL, [sorted(scope.principal_tokens), scope.tenant_id]),
+        ]
     results = lane_fetch(timeout_ms, statements)
-    visible, base, space_rows, tenant_rows = (_plan_rows(r) for r in results[:4])
+    visible, space_rows = _plan_rows(results[0]), _plan_rows(results[1])
     if not scope.bypass_acl:
+        base, tenant_rows = _plan_rows(results[2]), _plan_rows(results[3])
         visible = base * acl_share(results[4][0], tenant_rows, planner=visible / max(base, 1.0))
     return Visibility(rows=visible, fraction=min(1.0, visible / max(space_rows, 1.0)))
 

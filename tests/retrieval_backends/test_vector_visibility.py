@@ -65,12 +65,18 @@ def shared() -> dict[str, SearchScope]:
         "big, group a": SearchScope(tenant_id=big.tenant_id, principal_tokens=frozenset({"g:a"})),
         "big, group b only": SearchScope(tenant_id=big.tenant_id, principal_tokens=frozenset({"g:b", "u:x"})),
         "small, public": SearchScope(tenant_id=small.tenant_id, principal_tokens=frozenset({"public"})),
+        "small, bypassing ACLs": SearchScope(tenant_id=small.tenant_id, bypass_acl=True),
     }
 
 
 @pytest.mark.parametrize(
     ("name", "rows", "fraction"),
-    [("big, group a", BIG, 1.0), ("big, group b only", BIG / 10, 0.1), ("small, public", SMALL, 1.0)],
+    [
+        ("big, group a", BIG, 1.0),
+        ("big, group b only", BIG / 10, 0.1),
+        ("small, public", SMALL, 1.0),
+        ("small, bypassing ACLs", SMALL, 1.0),
+    ],
 )
 def test_estimates_follow_each_tenants_own_acls(
     shared: dict[str, SearchScope], name: str, rows: float, fraction: float
