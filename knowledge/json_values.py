@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 MAX_JSON_DEPTH = 32
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
 
 
 def has_lone_surrogate(text: str) -> bool:
@@ -38,3 +41,13 @@ def json_problem(value: Any, max_depth: int = MAX_JSON_DEPTH) -> str | None:
         if problem:
             return problem
     return None
+
+
+def raw_json_depth(text: str) -> int:
+    """How deeply the JSON text nests arrays and objects, found before parsing it (a parser recurses,
+    so a hostile depth must be refused first). Brackets inside strings do not count."""
+    depth = deepest = 0
+    for match in _JSON_BRACKET.finditer(_JSON_STRING.sub("", text)):
+        depth += 1 if match.group() in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest

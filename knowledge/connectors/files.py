@@ -9,7 +9,8 @@ from pathlib import Path
 from knowledge.connectors.extract.base import SUFFIXES, ExtractionError, format_for_suffix
 from knowledge.connectors.extract.html import html_to_text
 from knowledge.connectors.extract.sandbox import Sandbox
-from knowledge.connectors.types import SourceAcl, SourceDocument, SourceError
+from knowledge.connectors.types import Listing, SourceAcl, SourceDocument, SourceError
+from knowledge.connectors.walk import DEFAULT_PATTERNS, Walk, relative_id
 
 __all__ = ["SUFFIXES", "FileProblem", "html_to_text", "iter_files", "load_file", "relative_id"]
 
@@ -27,34 +28,33 @@ def _title_of(path: Path, text: str) -> str:
     return path.stem.replace("-", " ").replace("_", " ")
 
 
-def relative_id(path: Path, root: Path) -> str:
-    return path.relative_to(root).as_posix() if path != root else path.name
-
-
 def load_file(
-    path: Path, root: Path, *, max_bytes: int = DEFAULT_MAX_BYTES, sandbox: Sandbox | None = None
+    path: Path,
+    root: Path,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    sandbox: Sandbox | None = None,
+    boundary: str | None = None,
 ) -> SourceDocument | None:
     """One file as a source document; None for unsupported formats and files with no text.
 
-    Binary and HTML formats are parsed in `sandbox` (a new one for this file when not given).
+    The file is opened and parsed in `sandbox` (a new one for this file when not given; a given one
+    applies its own size limit), only when its real path lies under `boundary` (default: root's).
 
-    :raises FileProblem: when the file cannot be read, is larger than `max_bytes`, or cannot be
-        turned into text (corrupt, a scan without a text layer, too slow to parse).
+    :raises FileProblem: when the file cannot be read, is larger than the limit, leaves the boundary,
+        is not a regular file, or cannot be turned into text (corrupt, a scan without a text layer, too
+        slow to parse).
     """
     fmt = format_for_suffix(path.suffix)
     if fmt is None:
         return None
+    limit = boundary if boundary is not None else root
     try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise FileProblem(f"{size} bytes is larger than the {max_bytes}-byte limit")
         if sandbox is None:
             with Sandbox(max_bytes=max_bytes) as own:
-                extracted = own.extract_file(path, fmt)
+                extracted = own.extract_file(path, fmt, root=limit)
         else:
-            extracted = sandbox.extract_file(path, fmt)
-    except OSError as exc:
-        raise FileProblem(f"cannot read: {exc.strerror or exc}") from exc
+            extracted = sandbox.extract_file(path, fmt, root=limit)
     except ExtractionError as exc:
         raise FileProblem(str(exc)) from exc
     if not extracted.text.strip():
@@ -73,12 +73,16 @@ def iter_files(
 ) -> Iterator[SourceDocument]:
     """Source documents of every supported file under the given files and folders, sorted by path.
 
-    A file that cannot be loaded is reported in `errors` (when given) and skipped; the rest load.
+    Folders are walked within the source boundary, as a filesystem connector's are. A file that
+    cannot be loaded, or that the boundary skips, is reported in `errors` (when given); the rest load.
     """
     with Sandbox(max_bytes=DEFAULT_MAX_BYTES) as sandbox:
         for root in paths:
-            found = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else [root]
             base = root if root.is_dir() else root.parent
+            listing = Listing()
+            found = Walk(root, DEFAULT_PATTERNS, listing).files() if root.is_dir() else [root]
+            if errors is not None:
+                errors.extend(listing.errors)
             for path in found:
                 try:
                     document = load_file(path, base, sandbox=sandbox)

@@ -1,32 +1,26 @@
-"""The filesystem kind: every matching file under a folder, with per-folder ACL files.
+"""The filesystem kind: every matching regular file under a folder, with per-folder ACL files.
 
-Files are read by the extractors of `knowledge.connectors.extract` (PDF, Word, PowerPoint, HTML,
-Markdown, text), each bounded in size (`max_file_bytes`) and time (`extract_timeout_seconds`).
+What may be read is decided by `knowledge.connectors.boundary` (nothing whose real path leaves the
+folder, nothing but regular files). Files are read and parsed in the extraction sandbox
+(`knowledge.connectors.extract`: PDF, Word, PowerPoint, HTML, Markdown, text), each bounded in size
+(`max_file_bytes`) and time (`extract_timeout_seconds`).
 """
 
 from __future__ import annotations
 
-import fnmatch
-import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from knowledge.connectors import files
 from knowledge.connectors.base import ConnectorKind
-from knowledge.connectors.extract.base import SUFFIXES
 from knowledge.connectors.extract.sandbox import DEFAULT_TIMEOUT_SECONDS, Sandbox
-from knowledge.connectors.sidecar import SIDECAR_NAME, SidecarProblem, SidecarResolver
-from knowledge.connectors.types import Listing, SourceState
+from knowledge.connectors.sidecar import SidecarProblem, SidecarResolver
+from knowledge.connectors.types import Listing, SourceAcl, SourceState
+from knowledge.connectors.walk import DEFAULT_PATTERNS, Walk
 
-DEFAULT_PATTERNS = [f"**/*{suffix}" for suffix in SUFFIXES]
+PRIVATE = SourceAcl()  # what a document under an unusable ACL file gets: nobody but a bypass sees it
 MAX_TIMEOUT_SECONDS = 600
-
-
-def matches(relative: str, patterns: list[str]) -> bool:
-    return any(
-        fnmatch.fnmatch(relative, p) or fnmatch.fnmatch(relative, p.removeprefix("**/")) for p in patterns
-    )
 
 
 class FilesystemKind(ConnectorKind):
@@ -61,13 +55,12 @@ class FilesystemKind(ConnectorKind):
             return listing
         patterns = config.get("patterns") or DEFAULT_PATTERNS
         limit = int(config.get("max_file_bytes", files.DEFAULT_MAX_BYTES))
-        sidecars = SidecarResolver(root)
+        walk = Walk(root, patterns, listing)
+        sidecars = SidecarResolver(root, walk.boundary)
         timeout = float(config.get("extract_timeout_seconds", DEFAULT_TIMEOUT_SECONDS))
         with Sandbox(timeout=timeout, max_bytes=limit) as sandbox:
-            for path in _walk(root, listing):
-                relative = files.relative_id(path, root)
-                if path.name != SIDECAR_NAME and matches(relative, patterns):
-                    _load(path, root, limit, sidecars, listing, sandbox)
+            for path in walk.files():
+                _load(path, walk, sidecars, listing, sandbox)
         return listing
 
 
@@ -75,24 +68,16 @@ def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _walk(root: Path, listing: Listing) -> list[Path]:
-    """Every file under root, sorted; an unreadable folder makes the listing incomplete."""
-
-    def failed(error: OSError) -> None:
-        listing.fail_listing(f"cannot list {error.filename}: {error.strerror or error}")
-
-    found = [Path(folder) / name for folder, _, names in os.walk(root, onerror=failed) for name in names]
-    return sorted(found)
-
-
-def _load(
-    path: Path, root: Path, limit: int, sidecars: SidecarResolver, listing: Listing, sandbox: Sandbox
-) -> None:
-    relative = files.relative_id(path, root)
+def _load(path: Path, walk: Walk, sidecars: SidecarResolver, listing: Listing, sandbox: Sandbox) -> None:
+    relative = files.relative_id(path, walk.root)
     try:
-        acl = sidecars.acl_for(path.parent)  # a malformed ACL file fails before any parsing
-        document = files.load_file(path, root, max_bytes=limit, sandbox=sandbox)
+        acl = sidecars.acl_for(path.parent)
+    except SidecarProblem as exc:  # fail closed: private, and an error of the run
+        listing.make_private(relative, str(exc))
+        acl = PRIVATE
+    try:
+        document = files.load_file(path, walk.root, sandbox=sandbox, boundary=walk.boundary)
         if document is not None:
             listing.documents.append(replace(document, acl=acl))
-    except (files.FileProblem, SidecarProblem) as exc:
+    except files.FileProblem as exc:
         listing.fail_item(relative, str(exc))

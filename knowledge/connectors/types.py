@@ -58,16 +58,33 @@ class Listing:
 
     `documents` are fetched and ready to write. `kept` are ids the source still has but that could not
     be read this time (a fetch failure, an oversized file): they are left as they are, never deleted.
-    `complete` is False when the listing itself may have missed items; then nothing is pruned.
+    `private` are ids whose ACL source is unusable (a broken ACL file): whether written or kept, they
+    must end up visible to nobody. `complete` is False when the listing itself may have missed items;
+    then nothing is pruned.
     """
 
     documents: list[SourceDocument] = field(default_factory=list)
     kept: set[str] = field(default_factory=set)
+    private: set[str] = field(default_factory=set)
     errors: list[SourceError] = field(default_factory=list)
     complete: bool = True
 
     def fail_item(self, external_id: str, message: str) -> None:
+        """An item the source has but that could not be read now: an error, and kept as it is."""
         self.kept.add(external_id)
+        self.item_error(external_id, message)
+
+    def skip_item(self, external_id: str, message: str) -> None:
+        """An item the sync must not read (outside the source boundary): an error, and not kept, so a
+        document indexed from it earlier is removed."""
+        self.item_error(external_id, message)
+
+    def make_private(self, external_id: str, message: str) -> None:
+        """An item whose ACL cannot be read: an error, and visible to nobody (fail closed)."""
+        self.private.add(external_id)
+        self.item_error(external_id, message)
+
+    def item_error(self, external_id: str, message: str) -> None:
         self.errors.append(SourceError(message=f"{external_id}: {message}", external_id=external_id))
 
     def fail_listing(self, message: str) -> None:

@@ -34,6 +34,17 @@ def grants_of(through: Any, document_ids: Iterable[int]) -> dict[int, set[int]]:
     return found
 
 
+def grants_replace(through: Any, grants: Mapping[int, Iterable[int]]) -> None:
+    """Each document's rows in a grants table (`allowed_principals` or `source_principals`) become
+    exactly the given principal ids; documents not named are untouched."""
+    if not grants:
+        return
+    through.objects.filter(document_id__in=list(grants)).delete()
+    through.objects.bulk_create(
+        [through(document_id=d, principal_id=p) for d, ids in grants.items() for p in sorted(ids)]
+    )
+
+
 def principal_kinds(principal_ids: Iterable[int]) -> dict[int, str]:
     """The kind of each principal (what `tokens_for` needs)."""
     return dict(Principal.objects.filter(pk__in=set(principal_ids)).values_list("pk", "kind"))

@@ -20,12 +20,13 @@ from django.db.models import Q
 from django.utils import timezone
 
 from knowledge.connectors.registry import connector_kind
-from knowledge.connectors.types import Listing, SourceError
-from knowledge.models import Connector, SyncRun
+from knowledge.connectors.types import Listing, SourceAcl, SourceError
+from knowledge.models import Connector, Document, SyncRun
 from knowledge.selectors.connector_state import stored_source_state
 from knowledge.services.deletion import documents_delete
 from knowledge.services.enqueue import send_task
 from knowledge.services.index_sync.reconcile import documents_mark_dirty
+from knowledge.services.source_acls import documents_source_acl_set
 from knowledge.services.writes import WriteStats, documents_write
 from retrieval_backends.registry import get_backend
 
@@ -60,6 +61,7 @@ def connector_sync(*, connector: Connector, full: bool = False) -> SyncOutcome:
         state = stored_source_state(connector=connector)  # what the last sync saw (validators, links)
         listing = connector_kind(connector.kind).list_source(connector.config, state=state)
         stats = documents_write(connector=connector, documents=listing.documents, on_progress=_progress(run))
+        _make_private(connector, listing)
         errors = [*listing.errors, *stats.errors]
         deleted, warnings = _prune(connector, listing)
         if full:
@@ -97,6 +99,18 @@ def _progress(run: SyncRun) -> Callable[[int, int], None]:
             SyncRun.objects.filter(pk=run.pk).update(processed=seen[0])
 
     return report
+
+
+def _make_private(connector: Connector, listing: Listing) -> None:
+    """Documents whose ACL file is unusable but that were not written now (kept as they were) must not
+    keep an older, wider ACL: their source ACL becomes private (fail closed)."""
+    written = {d.external_id for d in listing.documents}
+    stale = listing.private - written
+    if stale:
+        ids = list(connector.documents.filter(external_id__in=stale).values_list("pk", flat=True))
+        documents_source_acl_set(
+            tenant_id=connector.tenant_id, document_ids=ids, acl=SourceAcl(), origin=Document.AclOrigin.SOURCE
+        )
 
 
 def _prune(connector: Connector, listing: Listing) -> tuple[int, tuple[str, ...]]:

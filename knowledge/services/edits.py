@@ -5,13 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from django.db import transaction
-
 from knowledge.connectors.types import SourceAcl, SourceDocument
 from knowledge.errors import InvalidInput
 from knowledge.models import Connector, Document, Principal
-from knowledge.services.access import documents_access_sync
-from knowledge.services.acl import principals_acl
+from knowledge.services.acl import connector_default_acl, principals_acl
+from knowledge.services.source_acls import documents_source_acl_set
 from knowledge.services.writes import source_write
 
 CONTENT_FIELDS = ("title", "source_url", "content", "metadata", "language", "environment")
@@ -69,32 +67,18 @@ def document_admin_update(*, document: Document, values: dict[str, Any]) -> Docu
 
 def connector_apply_default_acl(*, connector: Connector, batch_size: int = 500) -> int:
     """Give the connector's documents that use its default ACL the current default (admin overrides
-    are kept); returns how many documents' effective ACL was set."""
-    acl = principals_acl(is_public=connector.default_is_public, principals=connector.default_principals.all())
-    ids = list(connector.default_principals.values_list("pk", flat=True))
+    are kept; a document whose ACL a sync took from its source meanwhile is left alone, re-checked
+    under its row lock); returns how many documents' effective ACL was set."""
+    acl = connector_default_acl(connector=connector)
     documents = Document.objects.filter(connector=connector, acl_origin=Document.AclOrigin.CONNECTOR)
     pks = list(documents.values_list("pk", flat=True).order_by("pk"))
     changed = 0
     for start in range(0, len(pks), batch_size):
-        changed += _apply_default(pks[start : start + batch_size], acl.public, ids)
+        changed += documents_source_acl_set(
+            tenant_id=connector.tenant_id,
+            document_ids=pks[start : start + batch_size],
+            acl=acl,
+            origin=Document.AclOrigin.CONNECTOR,
+            only_origin=Document.AclOrigin.CONNECTOR,
+        )
     return changed
-
-
-def _apply_default(pks: list[int], public: bool, principal_ids: list[int]) -> int:
-    source_through = Document.source_principals.through
-    effective_through = Document.allowed_principals.through
-    with transaction.atomic():
-        locked = list(Document.objects.select_for_update().filter(pk__in=pks).order_by("pk"))
-        Document.objects.filter(pk__in=pks).update(source_is_public=public)
-        source_through.objects.filter(document_id__in=pks).delete()
-        source_through.objects.bulk_create(
-            [source_through(document_id=d, principal_id=p) for d in pks for p in principal_ids]
-        )
-        free = [d.pk for d in locked if not d.acl_overridden]
-        Document.objects.filter(pk__in=free).update(is_public=public)
-        effective_through.objects.filter(document_id__in=free).delete()
-        effective_through.objects.bulk_create(
-            [effective_through(document_id=d, principal_id=p) for d in free for p in principal_ids]
-        )
-        documents_access_sync(document_ids=free)
-    return len(free)

@@ -55,6 +55,17 @@ def format_for_media_type(media_type: str) -> str | None:
     return MEDIA_TYPES.get(media_type.split(";", 1)[0].strip().lower())
 
 
+def decode(data: bytes, charset: str | None) -> str:
+    """Text of `data` in the declared charset; UTF-8 when none is declared or the name is not a text
+    encoding Python knows (a server's `charset=x-bogus` must not fail the page)."""
+    if charset:
+        try:
+            return data.decode(charset, errors="replace")
+        except (LookupError, ValueError, TypeError):
+            pass
+    return data.decode("utf-8", errors="replace")
+
+
 def clean(text: str) -> str:
     """Text PostgreSQL accepts (no NULs), with trailing blanks trimmed from every line (page breaks stay)."""
     lines = text.replace("\x00", "").replace("\r\n", "\n").replace("\r", "\n").split("\n")

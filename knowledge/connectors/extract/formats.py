@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from knowledge.connectors.extract.base import Extracted, ExtractionError, clean
+from knowledge.connectors.extract.base import Extracted, ExtractionError, clean, decode
 
 
 def extract_text(data: bytes, charset: str | None = None) -> Extracted:
-    return Extracted(text=clean(data.decode(charset or "utf-8", errors="replace")))
+    return Extracted(text=clean(decode(data, charset)))
 
 
 def extract_bytes(fmt: str, data: bytes, charset: str | None = None) -> Extracted:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
-from knowledge.connectors.extract.base import Extracted, clean
+from knowledge.connectors.extract.base import Extracted, clean, decode
 
 SKIPPED_TAGS = {"script", "style", "noscript", "template"}
 BLOCK_TAGS = {"p", "div", "br", "li", "tr", "section", "article", "h1", "h2", "h3", "h4", "h5", "h6"}
@@ -76,7 +76,7 @@ def extract_html(data: bytes, charset: str | None = None) -> Extracted:
     """The page's main content as Markdown, and its title."""
     import trafilatura  # imported here: only the sandbox's child process pays for it
 
-    html = data.decode(charset or "utf-8", errors="replace")
+    html = decode(data, charset)
     fallback_title, fallback_text = html_to_text(html)
     main = trafilatura.extract(
         html,

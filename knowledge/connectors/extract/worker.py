@@ -1,9 +1,11 @@
 """The sandbox's child process: reads requests on stdin, extracts, writes one JSON line per request.
 
-Request: one JSON line `{"path": ..., "format": ..., "charset": ..., "max_bytes": ...}`; the file at
-`path` is read here, so untrusted bytes are only ever parsed in this process. Reply: `{"ok": true,
-"text", "title", "metadata"}` or `{"ok": false, "error"}`. The memory limit (`--memory-mb`) is set on
-this process before anything is parsed; the parent enforces the time limit by killing it.
+Request: one JSON line `{"path": ..., "root": ..., "format": ..., "charset": ..., "max_bytes": ...}`;
+the file at `path` is opened here, only when it is a regular file whose real path lies under `root`
+(`knowledge.connectors.boundary`), so untrusted bytes are only ever read and parsed in this process,
+under the parent's time limit. Reply: `{"ok": true, "text", "title", "metadata"}` or `{"ok": false,
+"error"}`. The memory limit (`--memory-mb`) is set on this process before anything is parsed; the
+parent enforces the time limit by killing it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import resource
 import sys
 from typing import Any
 
+from knowledge.connectors.boundary import OutsideBoundary, TooLarge, read_inside
 from knowledge.connectors.extract.base import ExtractionError
 from knowledge.connectors.extract.formats import extract_bytes
 
@@ -27,12 +30,13 @@ def _limit_memory(megabytes: int) -> None:
 
 
 def handle(request: dict[str, Any]) -> dict[str, Any]:
-    max_bytes = int(request["max_bytes"])
     try:
-        with open(request["path"], "rb") as handle:
-            data = handle.read(max_bytes + 1)
-        if len(data) > max_bytes:
-            return {"ok": False, "error": f"larger than the {max_bytes}-byte limit"}
+        data = read_inside(request["path"], request["root"], int(request["max_bytes"]))
+    except (OutsideBoundary, TooLarge) as exc:
+        return {"ok": False, "error": str(exc)}
+    except OSError as exc:
+        return {"ok": False, "error": f"cannot read: {exc.strerror or exc}"}
+    try:
         extracted = extract_bytes(request["format"], data, request.get("charset"))
     except ExtractionError as exc:
         return {"ok": False, "error": str(exc)[:MAX_ERROR_CHARS]}

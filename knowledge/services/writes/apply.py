@@ -19,7 +19,14 @@ from django.utils import timezone
 
 from knowledge.models import Connector, Document
 from knowledge.services.access import documents_access_sync
-from knowledge.services.acl import acl_keys, grants_of, principal_kinds, principals_resolve, tokens_for
+from knowledge.services.acl import (
+    acl_keys,
+    grants_of,
+    grants_replace,
+    principal_kinds,
+    principals_resolve,
+    tokens_for,
+)
 from knowledge.services.chunks import PreparedChunks, chunks_replace
 from knowledge.services.writes.prepare import Prepared
 from knowledge.services.writes.validate import Resolved
@@ -135,19 +142,6 @@ def _plan(
     )
 
 
-def _replace_grants(through: Any, plans: list[_Plan], attribute: str) -> None:
-    if not plans:
-        return
-    through.objects.filter(document_id__in=[p.row.pk for p in plans]).delete()
-    through.objects.bulk_create(
-        [
-            through(document_id=p.row.pk, principal_id=pk)
-            for p in plans
-            for pk in sorted(getattr(p, attribute))
-        ]
-    )
-
-
 def _write_rows(plans: list[_Plan]) -> None:
     changed = [p for p in plans if p.changed]
     now = timezone.now()
@@ -158,11 +152,12 @@ def _write_rows(plans: list[_Plan]) -> None:
     if changed:
         names = sorted({name for p in changed for name in p.changed} | {"updated_at"})
         Document.objects.bulk_update([p.row for p in changed], names)
-    _replace_grants(
-        Document.source_principals.through, [p for p in plans if p.source_changed], "source_grants"
+    grants_replace(
+        Document.source_principals.through, {p.row.pk: p.source_grants for p in plans if p.source_changed}
     )
-    _replace_grants(
-        Document.allowed_principals.through, [p for p in plans if p.effective_changed], "effective_grants"
+    grants_replace(
+        Document.allowed_principals.through,
+        {p.row.pk: p.effective_grants for p in plans if p.effective_changed},
     )
 
 

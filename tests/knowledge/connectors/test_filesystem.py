@@ -129,7 +129,8 @@ def test_acl_files_apply_to_extracted_formats_and_fail_closed(folder: Path) -> N
     assert any(
         e.startswith("broken/minutes.docx: broken/.kbacl.json: cannot read it") for e in outcome.errors
     )
-    assert "broken/minutes.docx" not in live(connector)
+    minutes = Document.objects.get(connector=connector, external_id="broken/minutes.docx")
+    assert (minutes.is_public, minutes.acl_origin, minutes.allowed_principals.count()) == (False, "source", 0)
 
 
 def test_config_checks_the_extraction_timeout() -> None:
