@@ -88,6 +88,13 @@ class Document(models.Model):
 
     class Meta:
         ordering = ["tenant__slug", "connector__name", "external_id"]
+        # The staff pages' own permissions (knowledge/pages/permissions.py): superusers have them;
+        # an admin grants them to the groups that need them.
+        permissions = [
+            ("search_as_user", "Can search as another user (playground)"),
+            ("search_bypass_acl", "Can search bypassing ACLs (playground)"),
+            ("view_eval_reports", "Can read retrieval eval reports"),
+        ]
         constraints = [
             models.UniqueConstraint(fields=["connector", "external_id"], name="document_unique_external_id"),
             models.CheckConstraint(

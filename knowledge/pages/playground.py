@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,9 +13,11 @@ from django.urls import reverse
 
 from knowledge.models import Connector, Document, Environment, Principal, Tenant
 from knowledge.pages.highlight import Segment, snippet
+from knowledge.pages.permissions import SEARCH_AS_USER, SEARCH_BYPASS_ACL, allowed
 from knowledge.selectors.scopes import search_scope
 from knowledge.selectors.search import SearchHit, search_chunks
 
+logger = logging.getLogger("knowledge.pages.access")
 PUBLIC, BYPASS = "public", "bypass"
 DEFAULT_TOP_K, MAX_TOP_K = 10, 100
 
@@ -56,13 +59,35 @@ class EnvironmentChoiceField(forms.ModelChoiceField):
         return f"{obj.slug} ({obj.tenant.slug})"
 
 
-def identity_choices() -> list[tuple[str, Any]]:
-    users = Principal.objects.filter(kind=Principal.Kind.USER).select_related("tenant")
-    return [
-        (PUBLIC, "Public only (no user)"),
-        (BYPASS, "Bypass ACLs (everything in the tenant)"),
-        ("Users", [(f"user:{u.pk}", f"{u.external_id} ({u.tenant.slug})") for u in users]),
-    ]
+@dataclass(frozen=True)
+class IdentityPermissions:
+    """Which identities a staff user may search as, besides public only."""
+
+    as_user: bool = False
+    bypass: bool = False
+
+
+def identity_permissions(user: Any) -> IdentityPermissions:
+    return IdentityPermissions(as_user=user.has_perm(SEARCH_AS_USER), bypass=user.has_perm(SEARCH_BYPASS_ACL))
+
+
+def identity_allowed(value: str, user: Any) -> bool:
+    """Whether the user may search as the identity named in the URL (logged when it needs a permission)."""
+    if value == BYPASS:
+        return allowed(user, SEARCH_BYPASS_ACL, "search bypassing ACLs")
+    if value.startswith("user:"):
+        return allowed(user, SEARCH_AS_USER, "search as another user")
+    return True
+
+
+def identity_choices(may: IdentityPermissions) -> list[tuple[str, Any]]:
+    choices: list[tuple[str, Any]] = [(PUBLIC, "Public only (no user)")]
+    if may.bypass:
+        choices.append((BYPASS, "Bypass ACLs (everything in the tenant)"))
+    if may.as_user:
+        users = Principal.objects.filter(kind=Principal.Kind.USER).select_related("tenant")
+        choices.append(("Users", [(f"user:{u.pk}", f"{u.external_id} ({u.tenant.slug})") for u in users]))
+    return choices
 
 
 class PlaygroundForm(forms.Form):
@@ -71,7 +96,7 @@ class PlaygroundForm(forms.Form):
     tenant = TenantChoiceField(
         queryset=Tenant.objects.order_by("slug"), to_field_name="slug", empty_label=None
     )
-    identity = forms.ChoiceField(label="Search as", choices=identity_choices, widget=TaggedSelect)
+    identity = forms.ChoiceField(label="Search as", widget=TaggedSelect)
     connectors = ConnectorChoiceField(
         queryset=Connector.objects.select_related("tenant").order_by("tenant__slug", "name"),
         required=False,
@@ -89,12 +114,16 @@ class PlaygroundForm(forms.Form):
     )
     q = forms.CharField(label="Query", max_length=2000, strip=True)
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, may: IdentityPermissions | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        users = Principal.objects.filter(kind=Principal.Kind.USER).values_list("pk", "tenant__slug")
-        widget = self.fields["identity"].widget
-        assert isinstance(widget, TaggedSelect)
-        widget.tenant_of = {f"user:{pk}": slug for pk, slug in users}
+        may = may or IdentityPermissions()
+        field = self.fields["identity"]
+        assert isinstance(field, forms.ChoiceField) and isinstance(field.widget, TaggedSelect)
+        field.choices = identity_choices(may)
+        field.widget = TaggedSelect(choices=field.choices)
+        if may.as_user:
+            users = Principal.objects.filter(kind=Principal.Kind.USER).values_list("pk", "tenant__slug")
+            field.widget.tenant_of = {f"user:{pk}": slug for pk, slug in users}
 
     def clean_top_k(self) -> int:
         value: int | None = self.cleaned_data["top_k"]
@@ -163,9 +192,15 @@ def _link(url: str) -> str | None:
     return url if urlsplit(url).scheme in ("http", "https") else None
 
 
-def playground_search(*, data: dict[str, Any]) -> PlaygroundOutcome:
+def playground_search(*, data: dict[str, Any], actor: Any = None) -> PlaygroundOutcome:
     """Build the scope as the API does for this identity, run the API's search, shape the hits."""
     identity = data["identity"]
+    logger.info(
+        "playground search by %s: tenant %s as %s",
+        getattr(actor, "username", "") or "unknown",
+        data["tenant"].slug,
+        identity.external_id if isinstance(identity, Principal) else identity,
+    )
     scope = search_scope(
         tenant=data["tenant"],
         user_external_id=identity.external_id if isinstance(identity, Principal) else None,
