@@ -32,7 +32,7 @@ def positive_int(name: str, default: int) -> int:
 def non_negative_int(name: str, default: int) -> int:
     """Read an integer variable that must be >= 0."""
     raw = env.str(name, default=str(default))
-    if not raw.strip().isdigit():
+    if not (raw.strip().isascii() and raw.strip().isdigit()):
         raise ImproperlyConfigured(f"{name} must be a whole number >= 0, got {raw!r}.")
     return int(raw)
 

@@ -26,6 +26,12 @@ class PermissionDenied(KnowledgeError):
     status_code = 403
 
 
+class Conflict(KnowledgeError):
+    """The request clashes with the stored state (a connector of the wrong kind, say)."""
+
+    status_code = 409
+
+
 class PayloadTooLarge(KnowledgeError):
     status_code = 413
 

@@ -39,6 +39,7 @@ KNOWLEDGE_CODES = {
     400: "invalid_input",
     403: "forbidden",
     404: "not_found",
+    409: "conflict",
     413: "payload_too_large",
 }
 

@@ -8,6 +8,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from knowledge.json_values import json_problem
+from knowledge.pipeline.stages.registry import request_stage_schema
 
 
 class JsonTypeMixin(serializers.Field):  # type: ignore[type-arg]
@@ -67,28 +68,7 @@ class JsonObjectField(serializers.DictField):
         return value
 
 
-STAGE_NAMES = [
-    *("query_planner", "multi_query", "parent_expand", "compress"),
-    *("diversify", "decay", "reranker", "compressor"),
-]
-
-
-@extend_schema_field(
-    {
-        "oneOf": [
-            {"type": "string", "enum": STAGE_NAMES, "description": "A stage name."},
-            {
-                "type": "object",
-                "properties": {
-                    "name": {"type": "string", "enum": STAGE_NAMES},
-                    "options": {"type": "object"},
-                },
-                "required": ["name"],
-                "additionalProperties": False,
-            },
-        ]
-    }
-)
+@extend_schema_field(request_stage_schema())
 class StageSpecField(serializers.Field):  # type: ignore[type-arg]
     """A stage of a request: its name, or {"name", "options"} (checked against the allow-list later)."""
 

@@ -40,7 +40,7 @@ from knowledge.selectors.scopes import (
     tenant_for_key,
 )
 from knowledge.selectors.search import SearchHit, search_chunks
-from knowledge.services.api_indexing import api_connector, api_document_index
+from knowledge.services.api_indexing import api_connector_id, api_document_index
 from knowledge.services.documents import document_hard_delete
 
 ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer}
@@ -139,7 +139,13 @@ class IndexView(APIView):
 
     @extend_schema(
         request=IndexRequestSerializer,
-        responses={200: StatusSerializer, 201: StatusSerializer, 413: ErrorSerializer, **ERRORS},
+        responses={
+            200: StatusSerializer,
+            201: StatusSerializer,
+            409: ErrorSerializer,
+            413: ErrorSerializer,
+            **ERRORS,
+        },
         examples=[*examples.INDEX, examples.INDEX_UNCHANGED, examples.BAD_INPUT],
         summary="Create or update one document (chunked and embedded in the request)",
     )
@@ -195,18 +201,18 @@ class DocumentListView(APIView):
 class DocumentDetailView(APIView):
     permission_classes = [CanIndex]
 
-    def _connector_id(self, request: Request) -> int:
+    def _connector_id(self, request: Request) -> int | None:
         key = _client(request).key
         reject_unknown_params(request, ("connector_id",))
         connector_id = query_int(request, "connector_id")
         if connector_id is None:
-            return api_connector(tenant=key.tenant).pk
+            return api_connector_id(tenant=key.tenant)
         connectors_by_id(tenant=key.tenant, connector_ids=[connector_id], field="connector_id")
         return connector_id
 
     def _document(self, request: Request, external_id: str) -> Document | None:
         connector_id = self._connector_id(request)
-        if "\x00" in external_id:  # PostgreSQL text cannot hold NUL, so no document has this id
+        if connector_id is None or "\x00" in external_id:  # no API connector yet; NUL is in no id
             return None
         return document_get(
             tenant=_client(request).key.tenant, external_id=external_id, connector_id=connector_id

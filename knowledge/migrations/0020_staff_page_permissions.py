@@ -4,14 +4,20 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('knowledge', '0019_embedding_scope_statistics'),
+        ("knowledge", "0019_embedding_scope_statistics"),
     ]
 
     operations = [
         migrations.AlterModelOptions(
-            name='document',
-            options={'ordering': ['tenant__slug', 'connector__name', 'external_id'], 'permissions': [('search_as_user', 'Can search as another user (playground)'), ('search_bypass_acl', 'Can search bypassing ACLs (playground)'), ('view_eval_reports', 'Can read retrieval eval reports')]},
+            name="document",
+            options={
+                "ordering": ["tenant__slug", "connector__name", "external_id"],
+                "permissions": [
+                    ("search_as_user", "Can search as another user (playground)"),
+                    ("search_bypass_acl", "Can search bypassing ACLs (playground)"),
+                    ("view_eval_reports", "Can read retrieval eval reports"),
+                ],
+            },
         ),
     ]

@@ -25,7 +25,7 @@ def visibility_panel_context(*, request: HttpRequest, object_id: str) -> dict[st
     """Context of the panel; empty for a document that does not exist (the admin answers that)."""
     document = (
         Document.objects.select_related("tenant", "environment").filter(pk=object_id).first()
-        if object_id.isdigit()
+        if object_id.isascii() and object_id.isdigit()
         else None
     )
     if document is None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.admin.views.decorators import staff_member_required
@@ -19,7 +21,10 @@ from knowledge.pages.playground import (
     identity_permissions,
     playground_search,
 )
-from knowledge.selectors.eval_reports import eval_report_get, eval_run_get, eval_run_list
+from knowledge.selectors.eval_reports import eval_report_get, eval_run_get, eval_runs_with_problems
+from retrieval_backends.base import BackendUnavailable
+
+logger = logging.getLogger(__name__)
 
 
 def _page(request: HttpRequest, template: str, title: str, **context: object) -> HttpResponse:
@@ -49,6 +54,9 @@ def playground(request: HttpRequest) -> HttpResponse:
             outcome = playground_search(data=form.cleaned_data, actor=request.user)
         except KnowledgeError as exc:
             form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+        except BackendUnavailable as exc:  # the details go to the log, not the page
+            logger.warning("playground search failed on an unavailable backend: %s", exc)
+            form.add_error(None, "The search backend is unavailable; retry in a few seconds.")
     return _page(request, "knowledge/playground.html", "Search playground", form=form, outcome=outcome)
 
 
@@ -56,7 +64,7 @@ def playground(request: HttpRequest) -> HttpResponse:
 @require(VIEW_EVAL_REPORTS, "read the eval reports")
 def eval_reports(request: HttpRequest) -> HttpResponse:
     folder = settings.KNOWLEDGE_EVAL_REPORTS_DIR
-    runs = eval_run_list(folder=folder)
+    runs = eval_runs_with_problems(folder=folder)
     return _page(request, "knowledge/eval_reports.html", "Retrieval eval reports", runs=runs, folder=folder)
 
 

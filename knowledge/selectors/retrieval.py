@@ -21,7 +21,7 @@ from knowledge.pipeline.embedders.base import CLIENT_MODEL, EmbedderError
 from knowledge.pipeline.fusers.base import FusedHit, Fuser
 from knowledge.selectors.hydration import with_lane_text
 from knowledge.selectors.verification import verify_lanes
-from retrieval_backends.base import KnowledgeRetrievalBackend
+from retrieval_backends.base import BackendUnavailable, KnowledgeRetrievalBackend
 from retrieval_backends.types import LaneHit, SearchScope
 
 logger = logging.getLogger(__name__)
@@ -173,6 +173,7 @@ def _run_lanes(
             outcomes[name] = exc
     outcomes |= {name: (f.exception() or f.result()) for name, f in futures.items()}
     unembedded: list[EmbedderError] = []
+    timed_out: list[BaseException] = []
     for name, outcome in outcomes.items():
         if isinstance(outcome, EmbedderError):
             logger.warning("%s lane left out: the query could not be embedded: %s", name, outcome)
@@ -181,10 +182,13 @@ def _run_lanes(
         elif isinstance(outcome, BaseException):
             if backend.is_search_timeout(outcome):
                 warnings.append(f"{name} lane timed out and was left out of the results")
+                timed_out.append(outcome)
                 continue
             raise outcome
         else:
             results[name] = outcome
+    if timed_out and not results:  # nothing answered: an empty 200 would read as "no match"
+        raise BackendUnavailable("every search lane timed out") from timed_out[0]
     if unembedded and not results:
         raise ServiceUnavailable(f"the query could not be embedded ({EMBEDDER_FAILED})") from unembedded[0]
     return results

@@ -9,9 +9,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
+from knowledge.errors import ServiceUnavailable
 from knowledge.models import Connector, Environment
 from knowledge.pipeline.fusers.base import FusedHit
-from knowledge.pipeline.stages.base import HitStage, QueryStage, Stage, StageError
+from knowledge.pipeline.stages.base import MAX_PLANNED_QUERIES, HitStage, QueryStage, Stage, StageError
 from knowledge.pipeline.stages.types import PlannedQuery, QueryFilters, StageContext, StageHit, StageTrace
 from retrieval_backends.types import SearchScope
 
@@ -74,8 +75,9 @@ def _preview(items: Sequence[Any]) -> dict[str, Any]:
 def run_stages(
     stages: Sequence[Stage], items: list[T], context: StageContext, traces: list[StageTrace]
 ) -> list[T]:
-    """Run stages of one phase in order. A failing stage is skipped with a warning (or raises when
-    strict); every stage leaves a trace. Logs carry names, statuses and counts only, never content."""
+    """Run stages of one phase in order. A failing stage is skipped with a warning (or, when strict,
+    fails the search with ServiceUnavailable); every stage leaves a trace. Logs carry names,
+    statuses and counts only, never content."""
     for stage in stages:
         trace = StageTrace(stage.name, stage.kind, stage.phase)
         _count(trace, items, "in")
@@ -83,8 +85,8 @@ def run_stages(
         try:
             items = _call(stage, items, context)
         except StageError as exc:
-            if stage.strict:
-                raise
+            if stage.strict:  # the caller asked for this stage or nothing: a 503, never a 500
+                raise ServiceUnavailable(f"stage {stage.name} failed: {exc}") from exc
             trace.status, trace.error = "skipped", str(exc)
             context.warnings.append(f"stage {stage.name} was skipped: {exc}")
         trace.duration_ms = (time.perf_counter() - started) * 1000
@@ -105,7 +107,12 @@ def run_stages(
 
 def _call(stage: Stage, items: list[Any], context: StageContext) -> list[Any]:
     if isinstance(stage, QueryStage):
-        return stage.run(items, context)
+        planned = stage.run(items, context)
+        if len(planned) > MAX_PLANNED_QUERIES:
+            context.warnings.append(
+                f"stage {stage.name} planned {len(planned)} queries; the first {MAX_PLANNED_QUERIES} ran"
+            )
+        return planned[:MAX_PLANNED_QUERIES]
     if isinstance(stage, HitStage):
         return stage.run(items, context)
     raise StageError(f"{stage.name} has an unknown phase {stage.phase!r}")

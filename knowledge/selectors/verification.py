@@ -21,7 +21,9 @@ def scope_q(scope: AccessScope) -> Q:
         q &= Q(document__environment_id__isnull=True) | Q(document__environment_id=scope.environment_id)
     if not scope.bypass_acl:
         tokens = scope.principal_tokens
-        principal_ids = [int(t[2:]) for t in tokens if t[:2] in {"u:", "g:"} and t[2:].isdigit()]
+        principal_ids = [
+            int(t[2:]) for t in tokens if t[:2] in {"u:", "g:"} and t[2:].isascii() and t[2:].isdigit()
+        ]
         acl = Q(document__allowed_principals__id__in=principal_ids)
         if "public" in tokens:
             acl |= Q(document__is_public=True)

@@ -152,7 +152,7 @@ VISIBILITY_CHECKS: tuple[Callable[[VisibilityQuestion], HiddenReason | None], ..
 
 def _token_labels(tokens: frozenset[str]) -> dict[str, str]:
     """`u:5` -> `u:5 (hana@example.com)`, `g:1` -> `g:1 (group engineering)`."""
-    ids = [int(t[2:]) for t in tokens if t[:2] in ("u:", "g:") and t[2:].isdigit()]
+    ids = [int(t[2:]) for t in tokens if t[:2] in ("u:", "g:") and t[2:].isascii() and t[2:].isdigit()]
     return {
         p.acl_token: f"{p.acl_token} ({'group ' if p.kind == Principal.Kind.GROUP else ''}{p.external_id})"
         for p in Principal.objects.filter(pk__in=ids)

@@ -7,6 +7,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from knowledge.connectors.types import SourceAcl, SourceDocument
+from knowledge.errors import Conflict
 from knowledge.models import Connector, Tenant
 from knowledge.services.documents import UpsertResult
 from knowledge.services.writes import source_write
@@ -15,7 +16,12 @@ API_CONNECTOR_NAME = "api"
 
 
 def api_connector(*, tenant: Tenant) -> Connector:
-    """The tenant's push connector that API-indexed documents belong to (created on first use)."""
+    """The tenant's push connector that API-indexed documents belong to (created on first use).
+
+    :raises Conflict: when the tenant's connector of that name is not of kind `api` (an admin made a
+        folder or web connector called "api"): API pushes never land in a pull connector, whose
+        syncs would prune or re-permission them.
+    """
     try:
         with transaction.atomic():
             connector, _ = Connector.objects.get_or_create(
@@ -23,7 +29,23 @@ def api_connector(*, tenant: Tenant) -> Connector:
             )
     except IntegrityError:  # created concurrently
         connector = Connector.objects.get(tenant=tenant, name=API_CONNECTOR_NAME)
+    if connector.kind != Connector.Kind.API:
+        raise Conflict(
+            f"the tenant's connector named {API_CONNECTOR_NAME!r} is a {connector.kind} connector; API "
+            f"pushes go only to a connector of kind api: rename that connector in the admin",
+            field="connector",
+        )
     return connector
+
+
+def api_connector_id(*, tenant: Tenant) -> int | None:
+    """The id of the tenant's API push connector, without creating it (reads and deletes); None when
+    there is none (so there is nothing of it to find)."""
+    return (
+        Connector.objects.filter(tenant=tenant, name=API_CONNECTOR_NAME, kind=Connector.Kind.API)
+        .values_list("pk", flat=True)
+        .first()
+    )
 
 
 def api_document_index(*, tenant: Tenant, data: dict[str, Any]) -> UpsertResult:

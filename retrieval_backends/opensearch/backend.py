@@ -12,7 +12,8 @@ from functools import cached_property
 from typing import Any
 
 from opensearchpy import OpenSearch
-from opensearchpy.exceptions import NotFoundError
+from opensearchpy.exceptions import ConnectionError as OSConnectionError
+from opensearchpy.exceptions import NotFoundError, TransportError
 
 from retrieval_backends.base import (
     BackendUnavailable,
@@ -69,6 +70,11 @@ class OpenSearchRetrievalBackend(CanonicalStoreMixin, KnowledgeRetrievalBackend)
             response: dict[str, Any] = self.client.search(index=index, body=body, request_timeout=timeout)
         except NotFoundError:
             return {"hits": {"hits": []}, "timed_out": False}  # nothing indexed there yet
+        except (OSConnectionError, TransportError) as exc:
+            if is_timeout(exc):
+                raise  # the lane is left out with a warning, like a PostgreSQL statement timeout
+            # Node down, refused, or an error answer (4xx/5xx): the search is unavailable, a 503.
+            raise BackendUnavailable(f"OpenSearch search of {index} failed: {exc}") from exc
         if response.get("timed_out"):
             raise LaneTimedOut(f"OpenSearch search of {index} timed out after {self.lane_timeout_ms} ms")
         return response

@@ -56,7 +56,7 @@ PGVECTOR_ITERATIVE_SCANS = (0, 8)
 
 
 def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in text.split(".") if part.isdigit())
+    return tuple(int(part) for part in text.split(".") if part.isascii() and part.isdigit())
 
 
 class CanonicalStore:

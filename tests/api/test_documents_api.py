@@ -8,7 +8,7 @@ import pytest
 from django.test import override_settings
 from rest_framework.test import APIClient
 
-from knowledge.models import Chunk, ChunkEmbedding, Document, Tenant
+from knowledge.models import Chunk, ChunkEmbedding, Connector, Document, Tenant
 from knowledge.services.documents import CLIENT_MODEL, document_upsert
 from tests.api.conftest import assert_error, post, post_raw
 from tests.factories import ConnectorFactory, EnvironmentFactory
@@ -206,3 +206,17 @@ def test_any_id_can_be_read_and_deleted(api: APIClient, external_id: str) -> Non
     assert api.get(url).json()["id"] == external_id
     assert api.delete(url).status_code == 204
     assert not Document.objects.exists()
+
+
+def test_api_pushes_never_land_in_a_pull_connector_named_api(api: APIClient, tenant: Tenant) -> None:
+    folder = ConnectorFactory.create(tenant=tenant, name="api", kind="filesystem", config={"path": "/srv/x"})
+    response = api.post("/api/v1/index", {"id": "d", "content": "text"}, format="json")
+    body = assert_error(response, 409, "connector")
+    assert "is a filesystem connector" in body["message"] and folder.documents.count() == 0
+    assert api.get("/api/v1/documents/d").status_code == 404
+    assert api.delete("/api/v1/documents/d").status_code == 204
+
+
+def test_reading_a_document_creates_no_connector(api: APIClient, tenant: Tenant) -> None:
+    assert api.get("/api/v1/documents/nothing").status_code == 404
+    assert not Connector.objects.filter(tenant=tenant).exists()

@@ -125,16 +125,25 @@ def test_configured_stage_options_are_checked_at_start_up(tmp_path: Path) -> Non
     plugins.write_text(json.dumps({"stages": [{"class": "decay", "options": {"half_life": "soon"}}]}))
     with (
         override_settings(KNOWLEDGE_STAGES="", KNOWLEDGE_PLUGINS_FILE=plugins),
-        pytest.raises(SystemCheckError, match="decay: half_life must be a positive duration"),
+        pytest.raises(SystemCheckError, match="decay: half_life must be a duration from 1 second"),
     ):
         call_command("check")
 
 
-def test_the_schemas_stage_names_are_the_allow_list() -> None:
-    from knowledge.api.fields import STAGE_NAMES
+def test_the_schema_states_the_allow_list_and_every_option_bound(api: APIClient) -> None:
     from knowledge.pipeline.stages.registry import REQUEST_OPTIONS
 
-    assert sorted(STAGE_NAMES) == sorted(REQUEST_OPTIONS)
+    schema = api.get("/api/schema/", {"format": "json"}).json()
+    request = schema["components"]["schemas"]["SearchRequestRequest"]
+    stages = request["properties"]["stages"]["items"]["oneOf"]
+    assert sorted(stages[0]["enum"]) == sorted(REQUEST_OPTIONS)
+    by_name = {
+        s["properties"]["name"]["enum"][0]: s["properties"]["options"]["properties"] for s in stages[1:]
+    }
+    assert set(by_name) == set(REQUEST_OPTIONS)
+    assert by_name["diversify"]["lambda"] == {"type": "number", "minimum": 0.0, "maximum": 1.0}
+    assert by_name["decay"]["half_life"] == {"type": "string", "maxLength": 200}
+    assert by_name["decay"]["missing"] == {"enum": ["ignore", "drop"]}
 
 
 def test_an_llm_error_reply_stays_in_the_log(api: APIClient, corpus: dict[str, int]) -> None:

@@ -38,6 +38,13 @@ class SlowKeywordBackend(PostgresRetrievalBackend):
         return []
 
 
+class SlowLanesBackend(SlowKeywordBackend):
+    """Both lanes hit PostgreSQL's statement timeout for real."""
+
+    def vector_search(self, scope: SearchScope, *args: Any, **kwargs: Any) -> list[LaneHit]:
+        return self.keyword_search(scope, "", (), 1)
+
+
 class BrokenKeywordBackend(PostgresRetrievalBackend):
     def keyword_search(
         self, scope: SearchScope, query_text: str, languages: Sequence[str], limit: int, *, text_hits: int = 0

@@ -82,7 +82,8 @@ def test_sidecar_acls_are_inherited_and_a_bad_one_fails_closed(tmp_path: Path) -
     (tmp_path / "broken" / "secret.md").write_text("must not become public")
     outcome = connector_sync(connector=connector)
     docs = {d.external_id: d for d in Document.objects.filter(connector=connector)}
-    assert set(docs) == {"open.md", "legal/deep/contract.md"}
+    assert set(docs) == {"open.md", "legal/deep/contract.md", "broken/secret.md"}
+    assert tokens(docs["broken/secret.md"]) == {()}  # private: nobody, never the connector's public default
     lee = connector.tenant.principals.get(external_id="lee@example.com")
     assert tokens(docs["legal/deep/contract.md"]) == {tuple(sorted([group.acl_token, lee.acl_token]))}
     assert docs["legal/deep/contract.md"].acl_origin == Document.AclOrigin.SOURCE

@@ -116,3 +116,17 @@ def test_a_documents_environment_choices_are_its_tenants(staff: Client) -> None:
     document = document_upsert(connector=connector, external_id="e", content="text", is_public=True).document
     page = staff.get(reverse("admin:knowledge_document_change", args=[document.pk])).content.decode()
     assert f'<option value="{own.pk}">' in page and f'<option value="{other.pk}">' not in page
+
+
+@pytest.mark.parametrize(
+    "object_id", ["%C2%B2", "%D9%A3", "99999999999999999999999", "-1", "1e3", "%00", "x"]
+)
+def test_odd_object_ids_in_admin_urls_are_not_found_never_a_500(staff: Client, object_id: str) -> None:
+    from django.contrib import admin
+
+    for model in admin.site._registry:
+        meta = model._meta
+        for view in ("change", "delete", "history"):
+            url = f"/admin/{meta.app_label}/{meta.model_name}/{object_id}/{view}/"
+            response = staff.get(url)
+            assert response.status_code in (302, 403, 404), (url, response.status_code)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -41,8 +42,8 @@ def test_staff_only(client: Client, folder: Path) -> None:
 def test_list_detail_and_chart_of_a_real_run(staff: Client, saved_run: Path) -> None:
     listing = staff.get("/evals/")
     assert listing.status_code == 200 and b'href="/evals/run/"' in listing.content
-    [run] = listing.context["runs"]
-    assert set(run.files) == {".json", ".md", ".png"}
+    [(run, problem)] = listing.context["runs"]
+    assert set(run.files) == {".json", ".md", ".png"} and problem == ""
     detail = staff.get("/evals/run/")
     report = detail.context["report"]
     assert report.header == ["config", "recall@5", "recall@10", "mrr@10", "ndcg@5", "ndcg@10", "queries/s"]
@@ -111,3 +112,41 @@ def test_an_empty_or_missing_folder_lists_nothing(staff: Client, folder: Path, s
     settings.KNOWLEDGE_EVAL_REPORTS_DIR = folder / "missing"
     response = staff.get("/evals/")
     assert response.status_code == 200 and b"No reports yet" in response.content
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        ('{"configs": {"a": {"metrics": {"ndcg@10": "high"}}}}', 'a ndcg@10 is "high", not a number'),
+        ('{"configs": {"a": {"metrics": {"ndcg@10": true}}}}', "a ndcg@10 is true, not a number"),
+        ('{"configs": {"a": {"metrics": {"ndcg@10": [1]}}}}', "a ndcg@10 is [1], not a number"),
+        ('{"configs": {"a": 3}}', "config 'a' has no metrics mapping"),
+        ('{"configs": {"a": {"metrics": 7}}}', "config 'a' has no metrics mapping"),
+        ("[" * 50_000 + "]" * 50_000, "nested more than 32 levels deep"),
+    ],
+)
+def test_a_malformed_report_is_listed_as_unreadable_not_a_500(
+    staff: Client, folder: Path, body: str, problem: str
+) -> None:
+    (folder / "bad.json").write_text(body)
+    listing = staff.get("/evals/")
+    assert listing.status_code == 200
+    [(_, listed)] = listing.context["runs"]
+    assert (
+        listed == f"cannot read bad.json: {problem}" and "unreadable: cannot read" in listing.content.decode()
+    )
+    detail = staff.get("/evals/bad/")
+    assert detail.status_code == 200 and detail.context["report"].problem == listed
+
+
+def test_null_metrics_and_odd_warnings_still_show_the_table(staff: Client, folder: Path) -> None:
+    report = {
+        "configs": {
+            "a": {"metrics": {"ndcg@10": None, "mrr@10": 0.5}, "queries_per_second": None, "warnings": "x"},
+            "b": {"metrics": {"ndcg@10": 0.25}, "warnings": ["slow", 3]},
+        }
+    }
+    (folder / "odd.json").write_text(json.dumps(report))
+    detail = staff.get("/evals/odd/").context["report"]
+    assert detail.problem == "" and detail.rows == [["a", "–", "0.5000", "–"], ["b", "0.2500", "–", "–"]]
+    assert detail.warnings == ["b: slow"]

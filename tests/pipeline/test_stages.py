@@ -4,7 +4,9 @@ diversity, decay, parent expansion, the order check, request stages and scope na
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
@@ -13,7 +15,7 @@ from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from knowledge.errors import InvalidInput
+from knowledge.errors import InvalidInput, ServiceUnavailable
 from knowledge.pipeline.fusers.base import FusedHit
 from knowledge.pipeline.llm import ChatClient, LlmError, TokenBudget
 from knowledge.pipeline.stages.base import StageError, order_problem
@@ -215,8 +217,9 @@ def test_a_failing_stage_is_skipped_with_a_trace_unless_strict() -> None:
         assert [q.text for q in queries] == ["ferry"]
         assert traces[0].status == "skipped" and "500" in (traces[0].error or "")
         assert any("query_planner" in w for w in ctx.warnings)
-        with pytest.raises(StageError):
+        with pytest.raises(ServiceUnavailable, match="stage query_planner failed: ") as failed:
             run_stages([QueryPlanner(strict=True)], [PlannedQuery("ferry")], ctx, [])
+        assert isinstance(failed.value.__cause__, StageError)
     trace: StageTrace = traces[0]
     assert trace.as_dict()["queries"] == {"in": 1, "out": 1} and trace.duration_ms >= 0
 
@@ -269,3 +272,34 @@ def test_planned_filters_only_ever_narrow_the_scope(
         assert narrowed.environment_id == scope.environment_id
     if planned_env == "elsewhere":
         assert narrowed.sees_nothing
+
+
+def test_configured_stage_options_pass_the_same_bounds_at_start_up(tmp_path: Path) -> None:
+    plugins = tmp_path / "plugins.json"
+
+    def configured(stages: Sequence[object]) -> list[str]:
+        plugins.write_text(json.dumps({"stages": stages}))
+        with override_settings(KNOWLEDGE_STAGES=None, KNOWLEDGE_PLUGINS_FILE=plugins):
+            return [stage.name for stage in configured_stages()]
+
+    for options, message in (
+        ({"max_parent_chars": "lots"}, "stages.parent_expand.max_parent_chars: must be a number"),
+        ({"max_parent_chars": 10**9}, "stages.parent_expand.max_parent_chars: must be between 100 and 20000"),
+    ):
+        with pytest.raises(ImproperlyConfigured, match=message):
+            configured([{"class": "parent_expand", "options": options}])
+    with pytest.raises(ImproperlyConfigured, match="half_life must be a duration"):
+        configured([{"class": "decay", "options": {"half_life": "99999999999 00:00:00"}}])
+    fine = [{"class": "parent_expand", "options": {"max_parent_chars": 500}}, "reranker"]
+    assert configured(fine) == ["parent_expand", "reranker"]
+
+
+def test_the_fan_out_of_planned_queries_is_bounded() -> None:
+    ctx = context()
+    first = {"phrasings": [f"ferry phrasing {i}" for i in range(6)]}
+    again = [{"phrasings": [f"phrasing {i} of {j}" for i in range(6)]} for j in range(8)]
+    with llm_stub(Script(replies=[first, *again])) as url, override_settings(KNOWLEDGE_LLM_BASE_URL=url):
+        stages = [MultiQuery(count=6), MultiQuery(count=6)]
+        planned = run_stages(stages, [PlannedQuery("ferry timetable")], ctx, [])
+    assert len(planned) == 8 and planned[0].text == "ferry timetable"
+    assert "stage multi_query planned 49 queries; the first 8 ran" in ctx.warnings  # 7 + 7 x 6

@@ -39,7 +39,7 @@ class _HtmlText(HTMLParser):
         self._stack.append(tag)
         if tag in BLOCK_TAGS:
             self.parts.append("\n")
-        if len(tag) == 2 and tag[0] == "h" and tag[1].isdigit():
+        if len(tag) == 2 and tag[0] == "h" and tag[1] in "123456":
             self.parts.append("#" * int(tag[1]) + " ")
 
     def handle_endtag(self, tag: str) -> None:

@@ -21,7 +21,7 @@ from knowledge.connectors.types import Listing, SourceDocument, SourceError, Sou
 from knowledge.connectors.web.fetch import Fetched, Fetcher, FetchError, normalize
 from knowledge.connectors.web.options import WebOptions
 from knowledge.connectors.web.robots import Robots
-from knowledge.connectors.web.sitemap import SitemapError, sitemap_urls
+from knowledge.connectors.web.sitemap import SitemapError, SitemapWalk, sitemap_urls
 
 MAX_STORED_LINKS = 500
 # Links to these are not documents; they are not even requested.
@@ -83,11 +83,16 @@ class Crawler:
 
     def _sitemap_pages(self) -> list[str]:
         pages: list[str] = []
+        walk = SitemapWalk(in_scope=self.options.in_scope, deadline=self._deadline)
         for url in self.options.sitemaps:
             try:
-                pages.extend(sitemap_urls(self.fetcher, url, self.options.max_pages))
+                pages.extend(sitemap_urls(self.fetcher, url, self.options.max_pages, walk))
             except SitemapError as exc:
                 self.listing.fail_listing(str(exc))
+        for child in walk.skipped:
+            self.listing.errors.append(
+                SourceError(f"sitemap {child}: not read, its host is not one of the connector's hosts")
+            )
         return pages
 
     def _visit(self, visit: Visit) -> None:

@@ -145,7 +145,7 @@ def _raise_for_status(response: httpx.Response) -> None:
 
 def _read(response: httpx.Response, limit: int, deadline: float) -> bytes:
     declared = response.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
+    if declared.isascii() and declared.isdigit() and int(declared) > limit:
         raise FetchError(f"larger than the {limit}-byte limit ({declared} bytes declared)")
     parts: list[bytes] = []
     size = 0

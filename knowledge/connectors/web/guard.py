@@ -1,11 +1,14 @@
 """The SSRF guard: every connection is checked at connect time, on the address actually dialled.
 
-Addresses that are not globally routable (loopback, link-local, private, shared, reserved) are refused
-unless the connector allows private addresses; cloud metadata endpoints are refused even then. The
-one exception is a host the admin wrote as an IP literal in the connector's own URLs: that address
-was chosen on purpose. A host *name* is always checked, so a redirect or link to `localhost`, or a
-name that resolves to 169.254.169.254, is refused. The check runs inside httpcore's network backend
-and connects to the very address it checked, so DNS rebinding cannot slip a second answer past it.
+Addresses that are not globally routable (loopback, private, shared, reserved) are refused unless the
+connector allows private addresses. Some are refused always, even then and even when the admin wrote
+them: cloud metadata endpoints, every link-local address, and IPv6 forms that carry an IPv4 address
+or reach a private network through a relay (NAT64, 6to4, Teredo, IPv4-compatible, site-local). The
+one exception to the rest is a host the admin wrote as an IP literal in the connector's own URLs:
+that address was chosen on purpose. A host *name* is always checked, so a redirect or link to
+`localhost`, or a name that resolves to 169.254.169.254, is refused. The check runs inside
+httpcore's network backend and connects to the very address it checked, so DNS rebinding cannot slip
+a second answer past it.
 """
 
 from __future__ import annotations
@@ -23,6 +26,20 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 METADATA_ADDRESSES = frozenset(
     ipaddress.ip_address(a) for a in ("169.254.169.254", "169.254.170.2", "fd00:ec2::254", "100.100.100.200")
 )
+# Refused whatever the connector allows: (network, why).
+ALWAYS_REFUSED = tuple(
+    (ipaddress.ip_network(network), why)
+    for network, why in (
+        ("169.254.0.0/16", "a link-local address"),
+        ("fe80::/10", "a link-local address"),
+        ("64:ff9b::/96", "a NAT64 address (it carries an IPv4 address)"),
+        ("64:ff9b:1::/48", "a NAT64 address (it carries an IPv4 address)"),
+        ("2002::/16", "a 6to4 address (it carries an IPv4 address)"),
+        ("2001::/32", "a Teredo address (it carries an IPv4 address)"),
+        ("fec0::/10", "a site-local address"),
+    )
+)
+IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
 
 
 class BlockedAddress(httpcore.ConnectError):
@@ -38,10 +55,23 @@ def _as_ip(host: str) -> IPAddress | None:
     return mapped or address
 
 
-def forbidden(address: IPAddress, *, allow_private: bool) -> str | None:
-    """Why the guard refuses `address` (None when it may be dialled)."""
+def always_refused(address: IPAddress) -> str | None:
+    """Why `address` is refused whatever the connector allows and whoever wrote it (None otherwise)."""
     if address in METADATA_ADDRESSES:
         return "a cloud metadata address"
+    for network, why in ALWAYS_REFUSED:
+        if address.version == network.version and address in network:
+            return why
+    if address.version == 6 and address in IPV4_COMPATIBLE and int(address) > 1:  # not :: or ::1
+        return "an IPv4-compatible address (it carries an IPv4 address)"
+    return None
+
+
+def forbidden(address: IPAddress, *, allow_private: bool) -> str | None:
+    """Why the guard refuses `address` (None when it may be dialled)."""
+    always = always_refused(address)
+    if always:
+        return always
     if allow_private:
         return None
     if address.is_loopback:
@@ -68,7 +98,7 @@ class AddressPolicy:
     def address_for(self, host: str, port: int) -> str:
         """The address to dial for host:port; BlockedAddress when the guard refuses it."""
         literal = _as_ip(host)
-        if literal is not None and literal in self.trusted_literals:
+        if literal is not None and literal in self.trusted_literals and not always_refused(literal):
             return str(literal)
         candidates = [literal] if literal is not None else _resolve(host, port)
         for address in candidates:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import gzip
 import io
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from lxml import etree
 
@@ -45,11 +48,24 @@ def parse(body: bytes) -> tuple[list[str], list[str]]:
     return locations, []
 
 
-def sitemap_urls(fetcher: Fetcher, url: str, limit: int, depth: int = 0) -> list[str]:
-    """Page URLs of the sitemap at `url`, following an index down to MAX_INDEX_DEPTH, at most `limit`.
+@dataclass(frozen=True)
+class SitemapWalk:
+    """What bounds a listing's sitemap phase: the hosts it may fetch from and its deadline."""
 
-    :raises SitemapError: when any sitemap in the tree cannot be fetched or parsed.
+    in_scope: Callable[[str], bool]
+    deadline: float
+    skipped: list[str] = field(default_factory=list)  # child sitemaps outside the hosts, not fetched
+
+
+def sitemap_urls(fetcher: Fetcher, url: str, limit: int, walk: SitemapWalk, depth: int = 0) -> list[str]:
+    """Page URLs of the sitemap at `url`, following an index down to MAX_INDEX_DEPTH, at most `limit`.
+    Child sitemaps on hosts out of scope are skipped (and recorded in `walk.skipped`).
+
+    :raises SitemapError: when any sitemap in the tree cannot be fetched or parsed, or the listing's
+        time budget runs out.
     """
+    if time.monotonic() > walk.deadline:
+        raise SitemapError(f"sitemap {url}: not read, max_seconds was reached while reading sitemaps")
     try:
         body = fetcher.get(url, limit=MAX_SITEMAP_BYTES).body
     except FetchError as exc:
@@ -63,5 +79,8 @@ def sitemap_urls(fetcher: Fetcher, url: str, limit: int, depth: int = 0) -> list
     for child in children:
         if len(pages) >= limit:
             break
-        pages.extend(sitemap_urls(fetcher, child, limit - len(pages), depth + 1))
+        if not walk.in_scope(child):
+            walk.skipped.append(child)
+            continue
+        pages.extend(sitemap_urls(fetcher, child, limit - len(pages), walk, depth + 1))
     return pages[:limit]

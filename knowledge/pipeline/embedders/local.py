@@ -66,7 +66,7 @@ def default_threads() -> int:
     if configured:
         return int(configured)
     automatic = os.environ.get("KNOWLEDGE_LOCAL_EMBEDDER_AUTO_THREADS", "")
-    if automatic.isdigit() and int(automatic) > 0:
+    if automatic.isascii() and automatic.isdigit() and int(automatic) > 0:
         return int(automatic)
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 

@@ -9,6 +9,9 @@ from knowledge.pipeline.fusers.base import FusedHit
 from knowledge.pipeline.stages.types import PlannedQuery, StageContext, StageHit
 
 QUERY, HIT = "query", "hit"
+# A search's fan-out: at most this many planned queries after any query stage, each running every
+# lane (two), so one request runs at most 16 lane statements (x3 with an external index's refills).
+MAX_PLANNED_QUERIES = 8
 
 
 class StageError(Exception):

@@ -167,6 +167,7 @@ def _vectors(hits: Sequence[StageHit], context: StageContext) -> np.ndarray | No
 
 
 DEFAULT_HALF_LIFE = "30 00:00:00"
+MIN_HALF_LIFE, MAX_HALF_LIFE = timedelta(seconds=1), timedelta(days=36500)
 DEFAULT_FIELD = "source_updated_at"
 DOCUMENT_FIELDS = {"source_updated_at", "updated_at"}  # the rest: metadata.<path>
 
@@ -197,16 +198,29 @@ class Decay(HitStage):
                     continue
                 out.append(hit)
                 continue
-            age = max(0.0, (now - stamp).total_seconds())
-            out.append(replace(hit, score=hit.score * 0.5 ** (age / half_life.total_seconds())))
+            out.append(replace(hit, score=hit.score * 0.5 ** (_age(now, stamp) / half_life.total_seconds())))
         return sorted(out, key=lambda h: (-h.score, h.chunk_id))
 
 
 def _duration(value: Any) -> timedelta:
-    parsed = value if isinstance(value, timedelta) else parse_duration(str(value))
-    if parsed is None or parsed.total_seconds() <= 0:
-        raise StageError(f"half_life must be a positive duration such as '7 00:00:00', got {value!r}")
+    try:
+        parsed = value if isinstance(value, timedelta) else parse_duration(str(value))
+    except (OverflowError, ValueError):  # '99999999999 00:00:00' is well-formed but no timedelta
+        parsed = None
+    if parsed is None or not MIN_HALF_LIFE <= parsed <= MAX_HALF_LIFE:
+        raise StageError(
+            f"half_life must be a duration from 1 second to {MAX_HALF_LIFE.days} days such as "
+            f"'7 00:00:00', got {value!r}"
+        )
     return parsed
+
+
+def _age(now: datetime, stamp: datetime) -> float:
+    """Seconds since `stamp`; a stamp in the future counts as now."""
+    try:
+        return max(0.0, (now - stamp).total_seconds())
+    except OverflowError:  # a stamp near datetime.min whose offset takes it out of range
+        return 0.0
 
 
 def _check_field(field_name: str) -> None:
@@ -228,10 +242,21 @@ def _timestamps(document_ids: set[int], field_name: str) -> dict[int, datetime]:
         value: Any = metadata
         for part in field_name.split(".")[1:]:
             value = value.get(part) if isinstance(value, dict) else None
-        stamp = parse_datetime(value) if isinstance(value, str) else None
+        stamp = _stamp(value)
         if stamp is not None:
             found[pk] = stamp if stamp.tzinfo else timezone.make_aware(stamp, UTC)
     return found
+
+
+def _stamp(value: Any) -> datetime | None:
+    """A metadata timestamp; None for anything that is not a valid ISO 8601 date and time (a day that
+    does not exist, an offset of 24 hours or more): the hit counts as having no date."""
+    if not isinstance(value, str) or len(value) > 64:
+        return None
+    try:
+        return parse_datetime(value)
+    except (ValueError, OverflowError):
+        return None
 
 
 class _LayerStage(HitStage):

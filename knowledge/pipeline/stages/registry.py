@@ -88,7 +88,8 @@ def configured_specs() -> list[tuple[str, dict[str, Any]]]:
 
 
 def configured_stages() -> list[Stage]:
-    stages = [build_stage(name, options) for name, options in configured_specs()]
+    """The configured pipeline; options of built-in stages pass the same bounds as a request's."""
+    stages = [build_stage(name, _bounded(name, options)) for name, options in configured_specs()]
     problem = order_problem(stages) or next(
         (f"{stage.name}: {p}" for stage in stages if (p := stage.options_problem())), None
     )
@@ -115,6 +116,14 @@ def _check_option(stage: str, name: str, value: Any, rule: tuple[Any, ...]) -> A
     if value not in rule:
         raise InvalidInput(f"must be one of {', '.join(map(str, rule))}", field=field)
     return value
+
+
+def _bounded(name: str, options: dict[str, Any]) -> dict[str, Any]:
+    rules = REQUEST_OPTIONS.get(name, {})
+    try:
+        return {k: _check_option(name, k, v, rules[k]) if k in rules else v for k, v in options.items()}
+    except InvalidInput as exc:
+        raise ImproperlyConfigured(f"{exc.field}: {exc.message}") from None
 
 
 def request_stages(entries: Sequence[Any]) -> list[Stage]:
@@ -144,3 +153,40 @@ def request_stages(entries: Sequence[Any]) -> list[Stage]:
     if problem:
         raise InvalidInput(problem, field="stages")
     return stages
+
+
+def request_stage_schema() -> dict[str, Any]:
+    """The OpenAPI schema of one entry of a request's `stages`: a name, or a name with its options and
+    their bounds (REQUEST_OPTIONS, so the API docs and a fuzzer see exactly what is accepted)."""
+    names = list(REQUEST_OPTIONS)
+    objects = [
+        {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "enum": [name]},
+                "options": {
+                    "type": "object",
+                    "properties": {
+                        **{option: _option_schema(rule) for option, rule in rules.items()},
+                        "strict": {"type": "boolean"},
+                    },
+                    "additionalProperties": False,
+                },
+            },
+            "required": ["name"],
+            "additionalProperties": False,
+        }
+        for name, rules in REQUEST_OPTIONS.items()
+    ]
+    return {"oneOf": [{"type": "string", "enum": names, "description": "A stage name."}, *objects]}
+
+
+def _option_schema(rule: tuple[Any, ...]) -> dict[str, Any]:
+    if rule and rule[0] is bool:
+        return {"type": "boolean"}
+    if rule and rule[0] in (int, float):
+        kind = "integer" if rule[0] is int else "number"
+        return {"type": kind, "minimum": rule[1], "maximum": rule[2]}
+    if rule and rule[0] is str:
+        return {"type": "string", "maxLength": 200}
+    return {"enum": list(rule)}

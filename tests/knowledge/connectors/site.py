@@ -40,6 +40,8 @@ class Site:
     pages: dict[str, str] = field(default_factory=dict)
     redirects: dict[str, str] = field(default_factory=dict)
     statuses: dict[str, int] = field(default_factory=dict)  # paths that answer with an error
+    content_types: dict[str, str] = field(default_factory=dict)  # paths served with their own type
+    delays: dict[str, float] = field(default_factory=dict)  # seconds a path waits before answering
 
     @property
     def origin(self) -> str:
@@ -69,6 +71,7 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
                 )
             )
             site.times.append((self.path, time.monotonic()))
+            time.sleep(site.delays.get(self.path, 0.0))
             if self.path in site.statuses:
                 self.send_error(site.statuses[self.path])
             elif self.path in site.redirects:
@@ -100,6 +103,7 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
                 self.end_headers()
                 return
             content_type = "application/xml" if self.path.endswith(".xml") else "text/html; charset=utf-8"
+            content_type = site.content_types.get(self.path, content_type)
             headers = {"ETag": tag} if tag else {"Last-Modified": last_modified or ""}
             self._send(200, content_type, body, headers)
 

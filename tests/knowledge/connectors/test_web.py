@@ -224,3 +224,43 @@ def test_raising_the_depth_refetches_pages_whose_links_were_never_stored(site: S
     sync_with_state(connector)
     assert not next(r for r in site.requests if r.path == "/").conditional
     assert live(connector, site) == CRAWLED
+
+
+def test_a_page_in_a_charset_python_does_not_know_is_read_as_utf8(site: Site) -> None:
+    site.pages["/bogus.txt"] = "Plain notes about the ferry timetable, café included."
+    site.content_types["/bogus.txt"] = "text/plain; charset=x-bogus"
+    site.pages["/rot.html"] = article("Rot page", "Served in a codec that is not a text encoding.")
+    site.content_types["/rot.html"] = "text/html; charset=rot13"
+    connector = web_connector(site, sitemaps=[], max_depth=0)
+    connector.config["urls"] = [f"{site.origin}/bogus.txt", f"{site.origin}/rot.html"]
+    connector.save()
+    outcome = connector_sync(connector=connector)
+    assert outcome.errors == () and live(connector, site) == {"/bogus.txt", "/rot.html"}
+    notes = Document.objects.get(connector=connector, external_id=f"{site.origin}/bogus.txt")
+    assert notes.content == "Plain notes about the ferry timetable, café included."
+
+
+def test_child_sitemaps_off_the_connectors_hosts_are_never_fetched(site: Site) -> None:
+    other = f"http://localhost:{site.port}"
+    site.pages["/sitemap_index.xml"] = urlset(
+        [f"{site.origin}/sitemap-pages.xml", f"{other}/sitemap-pages.xml"], "sitemapindex", "sitemap"
+    )
+    connector = web_connector(site)
+    outcome = connector_sync(connector=connector)
+    assert f"sitemap {other}/sitemap-pages.xml: not read, its host is not one of the connector's hosts" in (
+        outcome.errors
+    )
+    assert {r.host for r in site.requests} == {f"127.0.0.1:{site.port}"}
+    assert live(connector, site) == CRAWLED
+
+
+def test_the_sitemap_phase_obeys_max_seconds(site: Site) -> None:
+    site.pages["/sitemap_index.xml"] = urlset(
+        [f"{site.origin}/sitemap-pages.xml", f"{site.origin}/sitemap-more.xml"], "sitemapindex", "sitemap"
+    )
+    site.pages["/sitemap-more.xml"] = urlset([f"{site.origin}/about.html"])
+    site.delays["/sitemap-pages.xml"] = 1.5
+    connector = web_connector(site, max_seconds=1, urls=[], timeout_seconds=5)
+    outcome = connector_sync(connector=connector)
+    assert any("sitemap-more.xml: not read, max_seconds was reached" in e for e in outcome.errors)
+    assert "/sitemap-more.xml" not in [r.path for r in site.requests] and outcome.deleted == 0

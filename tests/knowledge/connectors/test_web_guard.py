@@ -118,3 +118,35 @@ def test_ip_literals_the_admin_wrote_are_trusted_but_names_are_checked() -> None
         policy.address_for("localhost", 80)  # a name: it could resolve anywhere tomorrow
     with pytest.raises(BlockedAddress, match="loopback"):
         policy.address_for("127.0.0.2", 80)  # another literal than the admin's
+
+
+@pytest.mark.parametrize(
+    ("address", "why"),
+    [
+        ("169.254.1.1", "a link-local address"),
+        ("fe80::1", "a link-local address"),
+        ("64:ff9b::a00:1", "a NAT64 address"),  # 10.0.0.1 through a NAT64 gateway
+        ("64:ff9b::808:808", "a NAT64 address"),
+        ("64:ff9b:1::a00:1", "a NAT64 address"),
+        ("2002:a00:1::1", "a 6to4 address"),
+        ("2001:0:4136:e378:8000:63bf:3fff:fdd2", "a Teredo address"),
+        ("::10.0.0.1", "an IPv4-compatible address"),
+        ("::127.0.0.1", "an IPv4-compatible address"),
+        ("fec0::1", "a site-local address"),
+    ],
+)
+def test_relay_forms_and_link_local_are_refused_even_when_private_is_allowed_or_written(
+    address: str, why: str
+) -> None:
+    parsed = ipaddress.ip_address(address)
+    for allow_private in (False, True):
+        assert (forbidden(parsed, allow_private=allow_private) or "").startswith(why)
+        policy = AddressPolicy.for_hosts([address], allow_private=allow_private)  # the admin wrote it
+        with pytest.raises(BlockedAddress, match=why):
+            policy.address_for(address, 80)
+
+
+def test_loopback_and_private_addresses_pass_only_when_allowed() -> None:
+    for address in ("::1", "10.0.0.1", "fd12::1", "127.0.0.1"):
+        parsed = ipaddress.ip_address(address)
+        assert forbidden(parsed, allow_private=False) and forbidden(parsed, allow_private=True) is None
