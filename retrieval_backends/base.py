@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from retrieval_backends.types import (
@@ -229,8 +229,10 @@ class KnowledgeRetrievalBackend:
         """
         return {}
 
-    def sync_document_deletions(self, document_ids: Sequence[int]) -> dict[int, str]:
-        """Remove these documents (all their chunks) from the index. Idempotent; missing ones are fine.
+    def sync_document_deletions(self, deletions: Mapping[int, int]) -> dict[int, str]:
+        """Remove these documents (all their chunks) from the index: document id -> the deletion's
+        version, higher than any version of the document, so a push of an older state that lands
+        after it never brings the document back. Idempotent; missing ones are fine.
 
         :returns: document id -> error for deletions that failed.
         :raises BackendUnavailable: when the index cannot be reached at all.

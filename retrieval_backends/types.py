@@ -126,6 +126,9 @@ class DocumentState:
 
     `chunks` is filled for backends that mirror content (`mirrors_content`); it is then the complete
     set of the document's chunks, so chunks the index holds beyond it are stale and must go.
+    `version` is the document's `index_version` when the state was read: an index must never let a
+    state of a lower version overwrite or delete what a higher one wrote (pushes may finish in any
+    order).
     """
 
     document_id: int
@@ -137,3 +140,4 @@ class DocumentState:
     title: str = ""
     chunks: tuple[MirroredChunk, ...] | None = None
     extra: dict[str, object] = field(default_factory=dict)
+    version: int = 0

@@ -20,6 +20,8 @@ class IndexTombstone(models.Model):
     document_id = models.BigIntegerField(unique=True)
     tenant_id = models.BigIntegerField()
     connector_id = models.BigIntegerField()
+    # The document's last index_version + 1: an index applies the deletion over any older push.
+    version = models.BigIntegerField(default=0, db_default=0)
     created_at = models.DateTimeField(db_default=Now())
     attempts = models.PositiveIntegerField(default=0, db_default=0)
     last_error = models.TextField(blank=True, default="", db_default="")

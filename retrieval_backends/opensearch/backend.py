@@ -7,7 +7,7 @@ ids and scores only; callers verify and rehydrate them from PostgreSQL.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -143,8 +143,8 @@ class OpenSearchRetrievalBackend(CanonicalStoreMixin, KnowledgeRetrievalBackend)
         targets = writes.IndexTargets(self.names, generation)
         return writes.push_states(self.client, self.names, states, targets)
 
-    def sync_document_deletions(self, document_ids: Sequence[int]) -> dict[int, str]:
-        return writes.delete_documents(self.client, self.names, document_ids)
+    def sync_document_deletions(self, deletions: Mapping[int, int]) -> dict[int, str]:
+        return writes.delete_documents(self.client, self.names, deletions)
 
     def start_index_generation(self, dimensions: Sequence[int]) -> int | None:
         return generations.start(self.client, self.names, dimensions)

@@ -50,7 +50,11 @@ FILTER_FIELDS: dict[str, Any] = {
     "acl_tokens": {"type": "keyword"},
     "is_deleted": {"type": "boolean"},
     "language": {"type": "keyword"},
+    "doc_version": {"type": "long"},  # the document version that wrote the entry (writes.py)
 }
+# Fields added after indices existed: put into older indices' mappings on first use.
+ADDED_FIELDS: dict[str, Any] = {"doc_version": {"type": "long"}}
+MARKER_FIELDS: dict[str, Any] = {"marker_of": {"type": "long"}}
 
 
 def analyzer_for(language: str) -> str:
@@ -104,7 +108,7 @@ def index_settings() -> dict[str, Any]:
 
 
 def chunks_body() -> dict[str, Any]:
-    properties = dict(FILTER_FIELDS)
+    properties = {**FILTER_FIELDS, **MARKER_FIELDS}
     for analyzer in sorted({*ANALYZERS.values(), FALLBACK_ANALYZER}):
         properties[f"title_{analyzer}"] = {"type": "text", "analyzer": analyzer}
         properties[f"text_{analyzer}"] = {"type": "text", "analyzer": analyzer}

@@ -1,25 +1,48 @@
-"""Index writes: absolute document states through the bulk API, then their stale chunks removed.
+"""Index writes: absolute document states through the bulk API, versioned, then stale entries removed.
 
-A push indexes every current chunk (and vector) of the documents under their canonical ids, then
-deletes whatever else the index holds for those documents, so pushing twice is harmless and a push
-never blanks a field. Failures are reported per document.
+Pushes of one document may finish in any order (two workers, a slow request, a retry), so every write
+carries the document's version (`DocumentState.version`, its `index_version`) as OpenSearch's
+external version (`version_type=external_gte`), and the index itself refuses an older write over a
+newer one:
+
+1. One bulk request writes, per document, a marker (`_id` `doc-<id>` in the chunk index, no tenant, so
+   no search ever matches it) and every current chunk and vector, each at the document's version and
+   with it in `doc_version`. A version conflict means a newer push already wrote there: fine.
+2. The written indices are refreshed, so the cleanup's query sees what any push wrote, and the
+   markers are read back (a real-time GET): a marker above this push's version means a newer push (or
+   a deletion) owns the document now.
+3. One delete-by-query removes, per document, every entry whose `doc_version` is below the marker's
+   version: whatever this push or an older one wrote that the newest state does not hold (and entries
+   written before versions existed). Entries of the newest push carry its version and stay.
+
+A deletion writes the marker at the tombstone's version (above any push of the document) and removes
+every entry below it, so an older push that lands afterwards is cleaned up by its own step 3. Pushing
+twice is harmless, a push never blanks a field, and failures are reported per document.
 """
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
 
 from opensearchpy import OpenSearch
 
 from retrieval_backends.opensearch.client import call
-from retrieval_backends.opensearch.mappings import Names, chunks_body, model_key, text_fields, vectors_body
+from retrieval_backends.opensearch.mappings import (
+    ADDED_FIELDS,
+    MARKER_FIELDS,
+    Names,
+    chunks_body,
+    model_key,
+    text_fields,
+    vectors_body,
+)
 from retrieval_backends.types import DocumentState, MirroredChunk
 
 MAX_ACTIONS = 500  # documents per bulk request (each ~4 KB with a 384-d vector)
+MAX_CLAUSES = 500  # documents per delete-by-query (OpenSearch allows 1024 clauses in a bool query)
 
 
 class IndexTargets:
@@ -37,11 +60,20 @@ class IndexTargets:
         return alias if self.generation is None else self.names.physical(alias, self.generation)
 
 
+_upgraded: set[tuple[str, str]] = set()  # (cluster, alias) whose mapping has every added field
+
+
 def ensure_index(
     client: OpenSearch, names: Names, alias: str, body: dict[str, Any], generation: int = 1
 ) -> None:
-    """Create `alias` over a first physical index when it does not exist yet (idempotent)."""
+    """Create `alias` over a first physical index when it does not exist yet (idempotent); an older
+    index gets the fields added since (once per process)."""
     if call(lambda: client.indices.exists_alias(name=alias), "exists_alias"):
+        key = (str(client.transport.hosts), alias)
+        if key not in _upgraded:
+            fields = {**ADDED_FIELDS, **(MARKER_FIELDS if names.dimensions_of(alias) is None else {})}
+            call(lambda: client.indices.put_mapping(index=alias, body={"properties": fields}), "put_mapping")
+            _upgraded.add(key)
         return
     physical = names.physical(alias, generation)
     created = call(lambda: client.indices.exists(index=physical), "exists")
@@ -55,6 +87,10 @@ def body_for(names: Names, alias: str) -> dict[str, Any]:
     return chunks_body() if dimensions is None else vectors_body(dimensions)
 
 
+def marker_id(document_id: int) -> str:
+    return f"doc-{document_id}"
+
+
 def _filters(state: DocumentState, chunk: MirroredChunk) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "chunk_id": chunk.chunk_id,
@@ -65,37 +101,45 @@ def _filters(state: DocumentState, chunk: MirroredChunk) -> dict[str, Any]:
         "acl_tokens": list(state.acl_tokens),
         "is_deleted": state.is_deleted,
         "language": chunk.language,
+        "doc_version": state.version,
     }
     if state.environment_id is not None:
         fields["environment_id"] = state.environment_id
     return fields
 
 
-def document_actions(
-    state: DocumentState, targets: IndexTargets
-) -> Iterator[tuple[str, str, dict[str, Any]]]:
-    """(index, id, source) of every document the index must hold for this state."""
+Action = tuple[str, str, dict[str, Any], int]  # index, id, source, version
+
+
+def document_actions(state: DocumentState, targets: IndexTargets) -> Iterator[Action]:
+    """(index, id, source, version) of the marker and every entry the index must hold for this state."""
+    version = state.version
+    yield targets.chunks(), marker_id(state.document_id), marker(state.document_id, version), version
     for chunk in state.chunks or ():
         title_field, text_field = text_fields(chunk.language)
         source = {**_filters(state, chunk), title_field: state.title, text_field: chunk.content}
-        yield targets.chunks(), str(chunk.chunk_id), source
+        yield targets.chunks(), str(chunk.chunk_id), source, version
         for model, vector in sorted(chunk.vectors.items()):
             vector_source = {**_filters(state, chunk), "model": model, "vector": list(vector)}
-            yield targets.vectors(len(vector)), f"{chunk.chunk_id}.{model_key(model)}", vector_source
+            yield targets.vectors(len(vector)), f"{chunk.chunk_id}.{model_key(model)}", vector_source, version
 
 
-def _bulk_lines(actions: Sequence[tuple[str, str, dict[str, Any]]]) -> str:
+def marker(document_id: int, version: int) -> dict[str, Any]:
+    return {"marker_of": document_id, "doc_version": version}
+
+
+def _bulk_lines(actions: Sequence[Action]) -> str:
     lines = []
-    for index, doc_id, source in actions:
-        lines.append(json.dumps({"index": {"_index": index, "_id": doc_id}}))
+    for index, doc_id, source, version in actions:
+        meta = {"_index": index, "_id": doc_id, "version": version, "version_type": "external_gte"}
+        lines.append(json.dumps({"index": meta}))
         lines.append(json.dumps(source))
     return "\n".join(lines) + "\n"
 
 
-def _bulk(
-    client: OpenSearch, actions: list[tuple[str, str, dict[str, Any]]], owners: list[int]
-) -> dict[int, str]:
-    """Send actions in bounded requests; document id -> first error of its items."""
+def _bulk(client: OpenSearch, actions: list[Action], owners: list[int]) -> dict[int, str]:
+    """Send actions in bounded requests; document id -> first error of its items. A version conflict
+    is no error: a newer push of that document wrote the entry."""
     failures: dict[int, str] = {}
     for start in range(0, len(actions), MAX_ACTIONS):
         lines = _bulk_lines(actions[start : start + MAX_ACTIONS])
@@ -104,29 +148,44 @@ def _bulk(
             continue
         for owner, item in zip(owners[start : start + MAX_ACTIONS], response["items"], strict=True):
             result = next(iter(item.values()))
-            if result.get("error") and owner not in failures:
-                failures[owner] = json.dumps(result["error"])[:500]
+            error = result.get("error")
+            if error and result.get("status") != 409 and owner not in failures:
+                failures[owner] = json.dumps(error)[:500]
     return failures
 
 
 def push_states(
     client: OpenSearch, names: Names, states: Sequence[DocumentState], targets: IndexTargets | None = None
 ) -> dict[int, str]:
-    """Make the index hold exactly these documents' chunks and vectors; per-document failures."""
+    """Make the index hold exactly these documents' chunks and vectors (unless a newer version of a
+    document is there already); per-document failures."""
     targets = targets or IndexTargets(names)
-    actions: list[tuple[str, str, dict[str, Any]]] = []
+    actions: list[Action] = []
     owners: list[int] = []
-    keep: dict[str, list[str]] = defaultdict(list)
     for state in states:
-        for index, doc_id, source in document_actions(state, targets):
-            actions.append((index, doc_id, source))
+        for action in document_actions(state, targets):
+            actions.append(action)
             owners.append(state.document_id)
-            keep[index].append(doc_id)
-    _ensure_targets(client, names, targets, {index for index, _, _ in actions})
+    _ensure_targets(client, names, targets, {action[0] for action in actions})
     failures = _bulk(client, actions, owners)
-    pushed = [s.document_id for s in states if s.document_id not in failures]
-    if pushed:
-        _drop_stale(client, names, targets, pushed, keep)
+    written = {s.document_id: s.version for s in states if s.document_id not in failures}
+    if written:
+        _drop_below_markers(client, names, targets, written)
+    return failures
+
+
+def delete_documents(client: OpenSearch, names: Names, deletions: Mapping[int, int]) -> dict[int, str]:
+    """Remove every chunk and vector of these documents (document id -> the deletion's version), over
+    any older push. Idempotent."""
+    targets = IndexTargets(names)
+    if not deletions:
+        return {}
+    _ensure_targets(client, names, targets, set())
+    actions = [(targets.chunks(), marker_id(d), marker(d, v), v) for d, v in sorted(deletions.items())]
+    failures = _bulk(client, actions, [action[2]["marker_of"] for action in actions])
+    done = {d: v for d, v in deletions.items() if d not in failures}
+    if done:
+        _drop_below_markers(client, names, targets, done)
     return failures
 
 
@@ -137,23 +196,48 @@ def _ensure_targets(client: OpenSearch, names: Names, targets: IndexTargets, ind
         ensure_index(client, names, alias, body_for(names, alias))
 
 
-def _drop_stale(
-    client: OpenSearch,
-    names: Names,
-    targets: IndexTargets,
-    document_ids: list[int],
-    keep: dict[str, list[str]],
+def _drop_below_markers(
+    client: OpenSearch, names: Names, targets: IndexTargets, versions: Mapping[int, int]
 ) -> None:
-    """Delete what the index holds for these documents beyond what was just written."""
+    """Delete every entry of these documents below the version their marker holds now (at least the
+    version just written): what no newest state holds. The refresh first makes every write, this
+    push's and any concurrent one's, visible to the query."""
     indices = existing_indices(client, names, targets)
-    for index in indices:
-        query: dict[str, Any] = {"filter": [{"terms": {"document_id": document_ids}}]}
-        if keep.get(index):
-            query["must_not"] = [{"ids": {"values": keep[index]}}]
-        delete = partial(
-            client.delete_by_query, index=index, body={"query": {"bool": query}}, conflicts="proceed"
-        )
+    if not indices:
+        return
+    joined = ",".join(indices)
+    call(lambda: client.indices.refresh(index=joined), "refresh")
+    current = _marker_versions(client, targets.chunks(), list(versions))
+    clauses = [
+        {
+            "bool": {
+                "filter": [{"term": {"document_id": document_id}}],
+                "should": [
+                    {"range": {"doc_version": {"lt": max(version, current.get(document_id, 0))}}},
+                    {"bool": {"must_not": {"exists": {"field": "doc_version"}}}},
+                ],
+                "minimum_should_match": 1,
+            }
+        }
+        for document_id, version in sorted(versions.items())
+    ]
+    for start in range(0, len(clauses), MAX_CLAUSES):
+        body = {
+            "query": {"bool": {"should": clauses[start : start + MAX_CLAUSES], "minimum_should_match": 1}}
+        }
+        delete = partial(client.delete_by_query, index=joined, body=body, conflicts="proceed", refresh=True)
         call(delete, "delete_by_query")
+
+
+def _marker_versions(client: OpenSearch, index: str, document_ids: list[int]) -> dict[int, int]:
+    """document id -> the version of its marker (real time: what was just written counts)."""
+    body = {"ids": [marker_id(d) for d in document_ids]}
+    response = call(lambda: client.mget(index=index, body=body, _source=["marker_of"]), "mget markers")
+    found = {}
+    for doc in response.get("docs", []):
+        if doc.get("found") and doc.get("_source", {}).get("marker_of") is not None:
+            found[int(doc["_source"]["marker_of"])] = int(doc["_version"])
+    return found
 
 
 def aliases(client: OpenSearch, names: Names) -> dict[str, str]:
@@ -173,18 +257,3 @@ def existing_indices(client: OpenSearch, names: Names, targets: IndexTargets) ->
     pattern = f"{names.prefix}-*-g{targets.generation}"
     found = call(lambda: client.indices.get(index=pattern, ignore=404), "get indices")
     return sorted(k for k in found if k not in {"error", "status"})
-
-
-def delete_documents(client: OpenSearch, names: Names, document_ids: Sequence[int]) -> dict[int, str]:
-    """Remove every chunk and vector of these documents (idempotent)."""
-    indices = existing_indices(client, names, IndexTargets(names))
-    if not indices or not document_ids:
-        return {}
-    body = {"query": {"terms": {"document_id": list(document_ids)}}}
-    call(
-        lambda: client.delete_by_query(
-            index=",".join(indices), body=body, conflicts="proceed", refresh=False
-        ),
-        "delete_by_query",
-    )
-    return {}

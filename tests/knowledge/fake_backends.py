@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from django.db import connection, transaction
@@ -87,10 +87,10 @@ class RecordingIndexBackend(PostgresRetrievalBackend):
             self.deleted.discard(state.document_id)
         return failed
 
-    def sync_document_deletions(self, document_ids: Sequence[int]) -> dict[int, str]:
+    def sync_document_deletions(self, deletions: Mapping[int, int]) -> dict[int, str]:
         if self.unavailable:
             raise BackendUnavailable("index down (on command)")
-        for document_id in document_ids:
+        for document_id in deletions:
             self.states.pop(document_id, None)
             self.deleted.add(document_id)
         return {}

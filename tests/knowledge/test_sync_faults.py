@@ -132,7 +132,7 @@ def index_matches_postgres() -> None:
     backend.refresh()
     held: dict[int, dict[str, dict[str, object]]] = {}
     response = backend.client.search(
-        index=backend.names.chunks, body={"size": 10000, "query": {"match_all": {}}}
+        index=backend.names.chunks, body={"size": 10000, "query": {"exists": {"field": "document_id"}}}
     )
     for hit in response["hits"]["hits"]:
         held.setdefault(hit["_source"]["document_id"], {})[hit["_id"]] = hit["_source"]

@@ -19,7 +19,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def lock_waiters() -> int:
+    """Sessions of this database waiting on a lock (fresh: a transaction caches what it saw)."""
     with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
         cursor.execute(
             "SELECT count(*) FROM pg_stat_activity "
             "WHERE datname = current_database() AND wait_event_type = 'Lock'"
@@ -164,3 +166,44 @@ def test_a_write_racing_deletes_of_the_same_document_always_lands() -> None:
     assert not errors, errors
     final = document_upsert(connector=connector, external_id="contested", content="last", is_public=True)
     assert Chunk.objects.filter(document=final.document).count() == 1
+
+
+def test_a_write_lands_at_the_first_try_when_every_lock_attempt_is_raced_by_a_delete(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The bad order, forced: before each of the writer's row inserts another writer commits the row,
+    and right after it a delete of that row commits. A writer that inserts and only then locks finds
+    the row gone every time (it gave up after five tries); one whose insert takes the lock makes the
+    delete wait, and lands."""
+    connector = ConnectorFactory.create()
+    writer = threading.current_thread()
+    insert = Document.objects.bulk_create
+    attempts: list[bool] = []
+
+    def elsewhere(fn: Callable[[], object]) -> bool:
+        """Run fn in another transaction; True when it had to wait for this writer's lock."""
+        thread, errors = in_thread(fn)
+        while thread.is_alive() and not lock_waiters():
+            thread.join(0.01)
+        blocked = thread.is_alive()
+        if not blocked:
+            assert not errors, errors
+        return blocked
+
+    def raced_insert(*args: object, **kwargs: object) -> object:
+        if threading.current_thread() is not writer:
+            return insert(*args, **kwargs)  # type: ignore[arg-type]
+        elsewhere(lambda: document_upsert(connector=connector, external_id="contested", content="other"))
+        created = insert(*args, **kwargs)  # type: ignore[arg-type]
+        attempts.append(elsewhere(lambda: [document_hard_delete(document_id=pk) for pk in contested()]))
+        return created
+
+    def contested() -> list[int]:
+        return list(
+            Document.objects.filter(connector=connector, external_id="contested").values_list("pk", flat=True)
+        )
+
+    monkeypatch.setattr(Document.objects, "bulk_create", raced_insert)
+    result = document_upsert(connector=connector, external_id="contested", content="mine", is_public=True)
+    monkeypatch.undo()
+    assert result.document.content == "mine" and attempts == [True]  # one try; the delete waited for it

@@ -124,6 +124,7 @@ def test_an_empty_or_missing_folder_lists_nothing(staff: Client, folder: Path, s
         ('{"configs": {"a": {"metrics": 7}}}', "config 'a' has no metrics mapping"),
         ("[" * 50_000 + "]" * 50_000, "nested more than 32 levels deep"),
     ],
+    ids=["string", "bool", "list", "row", "metrics", "deep"],
 )
 def test_a_malformed_report_is_listed_as_unreadable_not_a_500(
     staff: Client, folder: Path, body: str, problem: str

@@ -23,6 +23,7 @@ from knowledge.services.index_sync.snapshot import read_snapshot
 from retrieval_backends.registry import get_backend
 
 MAX_RETRY_SECONDS = 3600
+MAX_VERSION = 2**62  # above any index_version (a bigint), below OpenSearch's external version limit
 MAX_ERROR_CHARS = 2000
 
 
@@ -96,8 +97,13 @@ def tombstones_push(*, document_ids: Sequence[int]) -> PushOutcome:
     ids = sorted(set(document_ids))
     failed: dict[int, str] = {}
     if backend.requires_index_sync and ids:
+        versions = dict(
+            IndexTombstone.objects.filter(document_id__in=ids).values_list("document_id", "version")
+        )
         with index_push():
-            failed = dict(backend.sync_document_deletions(ids))
+            # A document gone without a tombstone (never indexed, or already confirmed) is deleted at
+            # the highest version, which no push can beat.
+            failed = dict(backend.sync_document_deletions({i: versions.get(i, MAX_VERSION) for i in ids}))
     done = [i for i in ids if i not in failed]
     IndexTombstone.objects.filter(document_id__in=done).delete()
     for document_id, error in failed.items():

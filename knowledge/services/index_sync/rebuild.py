@@ -3,8 +3,10 @@
 Searches keep using the serving generation until the swap. Pushes wait meanwhile (the exclusive
 index lock), so nothing reaches an index about to be dropped; a document changed after the rebuild
 read it keeps a higher version than the one marked pushed, and the reconciler brings the new
-generation up to date as soon as the lock is released. Tombstones older than the rebuild are spent
-(their documents were never copied); newer ones are still applied.
+generation up to date as soon as the lock is released. Tombstones are never spent by the rebuild:
+which deletions its read saw depends on commit order, not on a tombstone's timestamp (the start of
+the deleting transaction), so every pending one is applied to the new generation afterwards, where
+its version beats whatever the rebuild copied.
 """
 
 from __future__ import annotations
@@ -12,9 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from django.utils import timezone
-
-from knowledge.models import ChunkEmbedding, Document, IndexTombstone
+from knowledge.models import ChunkEmbedding, Document
 from knowledge.services.index_sync.locks import index_exclusive
 from knowledge.services.index_sync.push import mark_clean
 from knowledge.services.index_sync.snapshot import read_snapshot
@@ -39,7 +39,6 @@ def index_rebuild(*, batch_size: int = 200, on_progress: Callable[[int], None] |
         return RebuildStats(
             message=f"the {backend.name} backend searches PostgreSQL itself; nothing to rebuild"
         )
-    started = timezone.now()
     with index_exclusive() as held:
         if not held:
             raise RebuildFailed("pushes kept the index busy for a minute; try again")
@@ -53,7 +52,6 @@ def index_rebuild(*, batch_size: int = 200, on_progress: Callable[[int], None] |
         except Exception:
             backend.abandon_index_generation(generation)
             raise
-        IndexTombstone.objects.filter(created_at__lt=started).delete()
     return RebuildStats(generation, count, f"generation {generation} serves {count} documents")
 
 

@@ -75,8 +75,9 @@ def read_snapshot(*, document_ids: Sequence[int], with_chunks: bool) -> Snapshot
             is_deleted=deleted_at is not None,
             title=title,
             chunks=tuple(chunks.get(pk, ())) if with_chunks else None,
+            version=version,
         )
-        for pk, tenant_id, connector_id, environment_id, is_public, deleted_at, title, _, _ in rows
+        for pk, tenant_id, connector_id, environment_id, is_public, deleted_at, title, _, version in rows
     ]
     clean = {r[0] for r in rows if r[-2] >= r[-1]}
     return Snapshot(states=states, versions={r[0]: r[-1] for r in rows}, clean=clean)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import OperationalError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from knowledge.models import Connector, Document
@@ -64,7 +64,13 @@ class _Plan:
     filters_changed: bool
 
 
-def _insert_placeholders(connector: Connector, items: Sequence[Resolved]) -> None:
+def _locked_rows(connector: Connector, items: Sequence[Resolved]) -> list[Document]:
+    """Every item's row, locked, in one statement: an upsert that inserts a placeholder for a new
+    document and, for an existing one, takes its row lock (`ON CONFLICT DO UPDATE` with a no-op
+    update). No gap is left between "the row exists" and "the row is locked", so a concurrent delete
+    either commits first (the row is then inserted afresh) or waits for this transaction: a write
+    always lands at the first try, however many deletes run against it.
+    """
     rows = [
         Document(
             tenant_id=connector.tenant_id,
@@ -74,31 +80,20 @@ def _insert_placeholders(connector: Connector, items: Sequence[Resolved]) -> Non
             content_hash=PLACEHOLDER_HASH,
             language=item.language,
         )
-        for item in sorted(items, key=lambda i: i.external_id)  # one order: no insert deadlocks
+        for item in sorted(items, key=lambda i: i.external_id)  # one lock order: no deadlocks
     ]
-    Document.objects.bulk_create(rows, ignore_conflicts=True)
-
-
-LOCK_ATTEMPTS = 5
-
-
-def _locked_rows(connector: Connector, items: Sequence[Resolved]) -> list[Document]:
-    """Every item's row, locked (inserted as a placeholder first when new).
-
-    A row deleted by a concurrent transaction between the insert (which then found it and did nothing)
-    and the lock is gone when the lock is granted: insert and lock again, until every row is held.
-    """
+    Document.objects.bulk_create(
+        rows,
+        update_conflicts=True,
+        unique_fields=["connector", "external_id"],
+        update_fields=["external_id"],  # a no-op: the row is locked, nothing else changes
+    )
     wanted = {item.external_id for item in items}
-    for _ in range(LOCK_ATTEMPTS):
-        _insert_placeholders(connector, items)
-        rows = list(
-            Document.objects.select_for_update()
-            .filter(connector=connector, external_id__in=wanted)
-            .order_by("pk")
-        )
-        if {row.external_id for row in rows} == wanted:
-            return rows
-    raise OperationalError(f"documents of connector {connector.pk} kept being deleted while being written")
+    return list(
+        Document.objects.select_for_update()
+        .filter(connector=connector, external_id__in=wanted)
+        .order_by("pk")
+    )
 
 
 def _plan(
