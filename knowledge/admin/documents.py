@@ -11,7 +11,8 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 
 from knowledge.admin.base import ServiceDeleteAdmin, actor, limit_choices
-from knowledge.models import Chunk, Document, Environment, Principal
+from knowledge.admin.policies import policy_text
+from knowledge.models import Chunk, Document, DocumentPolicy, Environment, Principal
 from knowledge.pages.panels import visibility_panel_context
 from knowledge.pipeline.embedders.base import EmbedderError
 from knowledge.services.documents import (
@@ -122,6 +123,7 @@ class DocumentAdmin(ServiceDeleteAdmin):
         "source_acl",
         "deleted_at",
         "deletion_origin",
+        "admin_policy",
         "index_sync",
         "created_at",
         "updated_at",
@@ -183,6 +185,15 @@ class DocumentAdmin(ServiceDeleteAdmin):
         error = f"; last error ({obj.sync_attempts} attempts): {obj.sync_error}" if obj.sync_error else ""
         return f"waiting to be pushed ({state}){error}"
 
+    @admin.display(description="Admin policy (kept by source id)")
+    def admin_policy(self, obj: Document) -> str:
+        policy = DocumentPolicy.objects.filter(
+            connector_id=obj.connector_id, external_id=obj.external_id
+        ).first()
+        if policy is None:
+            return "none"
+        return f"{policy_text(policy)}; it outlives prunes and applies again when the source brings this back"
+
     @admin.display(description="Source ACL")
     def source_acl(self, obj: Document) -> str:
         return acl_text(obj.source_is_public, list(obj.source_principals.all()))
@@ -222,7 +233,7 @@ class DocumentAdmin(ServiceDeleteAdmin):
     @admin.action(description="Soft-delete selected documents (hide from search; syncs keep them hidden)")
     def soft_delete(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
         for document in queryset.order_by("pk"):
-            document_soft_delete(document=document)
+            document_soft_delete(document=document, actor=actor(request))
         self.message_user(request, f"{queryset.count()} document(s) hidden from search.", messages.SUCCESS)
 
     @admin.action(description="Restore selected documents")

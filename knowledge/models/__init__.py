@@ -6,6 +6,7 @@ from knowledge.models.documents import Chunk, ChunkEmbedding, Document
 from knowledge.models.embedding_state import ActiveEmbedder, ReindexJob
 from knowledge.models.index_sync import IndexTombstone, SyncRun
 from knowledge.models.keyword_stats import KeywordStatistics, KeywordTerm
+from knowledge.models.policies import DocumentPolicy
 from knowledge.models.principals import Principal
 from knowledge.models.tenancy import Environment, Tenant
 
@@ -16,6 +17,7 @@ __all__ = [
     "ChunkEmbedding",
     "Connector",
     "Document",
+    "DocumentPolicy",
     "Environment",
     "IndexTombstone",
     "KeywordStatistics",

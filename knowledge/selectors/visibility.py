@@ -93,12 +93,19 @@ def _tenant(q: VisibilityQuestion) -> HiddenReason | None:
     )
 
 
+KEPT = "kept by the document's source id, so it holds when the source drops the document and brings it back"
+
+
 def _deleted(q: VisibilityQuestion) -> HiddenReason | None:
-    if q.document.deleted_at is None:
+    document = q.document
+    if document.deleted_at is None:
         return None
-    return HiddenReason(
-        "deleted", f"the document was soft-deleted at {q.document.deleted_at:%Y-%m-%d %H:%M} UTC"
-    )
+    when = f"{document.deleted_at:%Y-%m-%d %H:%M} UTC"
+    if document.deletion_origin == Document.DeletionOrigin.ADMIN:
+        return HiddenReason(
+            "deleted", f"an admin soft-deleted the document at {when}; the decision is {KEPT}"
+        )
+    return HiddenReason("deleted", f"the document was soft-deleted at {when}")
 
 
 def _environment(q: VisibilityQuestion) -> HiddenReason | None:
@@ -136,7 +143,7 @@ def _override(q: VisibilityQuestion) -> HiddenReason | None:
         "override",
         f"an admin override ({document.acl_override_by or 'admin'}, "
         f"{document.acl_override_at:%Y-%m-%d %H:%M} UTC) replaced the source's ACL, which would allow "
-        f"{q.describe(q.user_tokens & source)}",
+        f"{q.describe(q.user_tokens & source)}; the override is {KEPT}",
     )
 
 

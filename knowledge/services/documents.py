@@ -16,10 +16,18 @@ from django.utils import timezone
 
 from knowledge.connectors.types import SourceDocument
 from knowledge.errors import InvalidInput
-from knowledge.models import Connector, Document, Environment, Principal
+from knowledge.models import Connector, Document, DocumentPolicy, Environment, Principal
 from knowledge.pipeline.embedders.base import CLIENT_MODEL
 from knowledge.services.access import document_access_sync, schedule_index_sync
 from knowledge.services.acl import principals_acl
+from knowledge.services.policies import (
+    policy_clear_acl,
+    policy_clear_deletion,
+    policy_document_locked,
+    policy_exists,
+    policy_record_acl,
+    policy_record_deletion,
+)
 from knowledge.services.writes import source_write
 from knowledge.services.writes.validate import content_hash
 from retrieval_backends.registry import get_backend
@@ -30,6 +38,7 @@ __all__ = [
     "content_hash",
     "document_clear_acl_override",
     "document_hard_delete",
+    "document_policy_clear",
     "document_restore",
     "document_set_acl",
     "document_soft_delete",
@@ -95,11 +104,14 @@ def _locked(document: Document) -> Document:
     return Document.objects.select_for_update().get(pk=document.pk)
 
 
-def document_soft_delete(*, document: Document, origin: str = Document.DeletionOrigin.ADMIN) -> Document:
+def document_soft_delete(
+    *, document: Document, origin: str = Document.DeletionOrigin.ADMIN, actor: str = "admin"
+) -> Document:
     """Hide a document from search, keeping its chunks for restore. Idempotent.
 
-    An admin's soft delete (the default origin) survives syncs; one with origin `source` is undone
-    when the source lists the document again.
+    An admin's soft delete (the default origin) survives syncs, and prunes too: it is kept by the
+    document's source id (DocumentPolicy) and applies again when the source brings the document back.
+    One with origin `source` is undone when the source lists the document again.
     """
     with transaction.atomic():
         locked = _locked(document)
@@ -107,18 +119,21 @@ def document_soft_delete(*, document: Document, origin: str = Document.DeletionO
             locked.deleted_at = locked.deleted_at or timezone.now()
             locked.deletion_origin = origin
             locked.save(update_fields=["deleted_at", "deletion_origin", "updated_at"])
+        if origin == Document.DeletionOrigin.ADMIN:
+            policy_record_deletion(document=locked, actor=actor)
         document_access_sync(document=locked)
     return locked
 
 
 def document_restore(*, document: Document) -> Document:
-    """Make a soft-deleted document searchable again. Idempotent."""
+    """Make a soft-deleted document searchable again (and forget an admin's deletion). Idempotent."""
     with transaction.atomic():
         locked = _locked(document)
         if locked.deleted_at is not None:
             locked.deleted_at = None
             locked.deletion_origin = Document.DeletionOrigin.NONE
             locked.save(update_fields=["deleted_at", "deletion_origin", "updated_at"])
+        policy_clear_deletion(connector_id=locked.connector_id, external_id=locked.external_id)
         document_access_sync(document=locked)
     return locked
 
@@ -137,6 +152,7 @@ def document_set_acl(
         locked.acl_override_by = actor[:150]
         locked.save(update_fields=["is_public", "acl_override_at", "acl_override_by", "updated_at"])
         locked.allowed_principals.set(listed)
+        policy_record_acl(document=locked, is_public=is_public, principals=listed, actor=actor)
         document_access_sync(document=locked)
     return locked
 
@@ -150,8 +166,28 @@ def document_clear_acl_override(*, document: Document) -> Document:
         locked.acl_override_by = ""
         locked.save(update_fields=["is_public", "acl_override_at", "acl_override_by", "updated_at"])
         locked.allowed_principals.set(list(locked.source_principals.all()))
+        policy_clear_acl(connector_id=locked.connector_id, external_id=locked.external_id)
         document_access_sync(document=locked)
     return locked
+
+
+def document_policy_clear(*, policy: DocumentPolicy, acl: bool = False, deletion: bool = False) -> None:
+    """An admin clears part of a policy, whether or not its document exists now. The document, when
+    there is one, then uses its source's ACL again, or is restored (from an admin's deletion only)."""
+    connector_id, external_id = policy.connector_id, policy.external_id
+    with transaction.atomic():
+        document = policy_document_locked(policy)
+        if not policy_exists(policy):
+            return
+        document = document or policy_document_locked(policy)  # a sync may have brought it back meanwhile
+        if acl:
+            if document is not None and document.acl_overridden:
+                document_clear_acl_override(document=document)
+            policy_clear_acl(connector_id=connector_id, external_id=external_id)
+        if deletion:
+            if document is not None and document.deletion_origin == Document.DeletionOrigin.ADMIN:
+                document_restore(document=document)
+            policy_clear_deletion(connector_id=connector_id, external_id=external_id)
 
 
 def document_hard_delete(*, document_id: int) -> bool:

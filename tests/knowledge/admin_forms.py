@@ -7,7 +7,7 @@ import json
 from django.test import Client
 from django.urls import reverse
 
-from knowledge.models import Document
+from knowledge.models import Document, DocumentPolicy
 
 INLINE = {
     "chunks-TOTAL_FORMS": "0",
@@ -52,4 +52,11 @@ def post_document_action(client: Client, action: str, document: Document) -> Non
     if action == "delete_selected":
         data["post"] = "yes"
     response = client.post(url, data)
+    assert response.status_code == 302, response.content.decode()[:3000]
+
+
+def post_policy_action(client: Client, action: str, policy: DocumentPolicy) -> None:
+    """An action of the document policies' list (clear an override or a deletion kept by source id)."""
+    url = reverse("admin:knowledge_documentpolicy_changelist")
+    response = client.post(url, {"action": action, "_selected_action": [policy.pk]})
     assert response.status_code == 302, response.content.decode()[:3000]

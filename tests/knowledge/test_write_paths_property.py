@@ -4,7 +4,9 @@ The rules drive every write path the product has: API upserts (the REST endpoint
 connector synced over a folder whose files and ACL sidecar change between steps, admin ACL edits,
 content edits, override clears, soft deletes, restores and deletes (the real admin forms and
 actions), and a blue/green reindex to another embedder and back. The machine keeps its own model
-of what each document should be (content, source ACL, admin override, deletion and its origin).
+of what each document should be (content, source ACL, admin override, deletion and its origin), and of
+the admin's decisions kept by source id, which outlive a prune or a delete and apply again when the
+document comes back.
 
 After every step, for every persona (each user, public only, bypass) and environment filter, each
 search lane returns exactly the documents the model says the persona may see; the stored rows agree
@@ -37,6 +39,7 @@ from knowledge.models import (
     ChunkEmbedding,
     Connector,
     Document,
+    DocumentPolicy,
     Environment,
     Principal,
     Tenant,
@@ -50,7 +53,7 @@ from knowledge.services.connector_sync import connector_sync
 from knowledge.services.reindex import reindex_backfill, reindex_job_for, reindex_switch
 from tests.api.conftest import bearer, issue_key
 from tests.factories import UserFactory
-from tests.knowledge.admin_forms import post_document_action, post_document_change
+from tests.knowledge.admin_forms import post_document_action, post_document_change, post_policy_action
 
 EXAMPLES = int(os.environ.get("WRITE_PATH_EXAMPLES", "10"))
 STEPS = int(os.environ.get("WRITE_PATH_STEPS", "30"))
@@ -113,6 +116,7 @@ class World:
     default_acl: Acl
     sidecar: Acl | None = None
     expected: dict[tuple[str, str], Expected] = field(default_factory=dict)
+    decisions: dict[tuple[str, str], tuple[Acl | None, str]] = field(default_factory=dict)
 
 
 def _world() -> World:
@@ -146,16 +150,28 @@ class WritePaths(RuleBasedStateMachine):
         shutil.rmtree(self.world.folder, ignore_errors=True)
 
     # --- helpers ------------------------------------------------------------------------------------
+    def _api_connector(self) -> Connector:
+        return Connector.objects.get(tenant=self.world.tenant, name="api")
+
     def _document(self, key: tuple[str, str]) -> Document:
-        connector = (
-            self.world.connector
-            if key[0] == "fs"
-            else Connector.objects.get(tenant=self.world.tenant, name="api")
-        )
+        connector = self.world.connector if key[0] == "fs" else self._api_connector()
         return Document.objects.get(connector=connector, external_id=key[1])
 
     def _keys(self) -> list[tuple[str, str]]:
         return sorted(self.world.expected)
+
+    def _remember(self, key: tuple[str, str]) -> None:
+        """The admin's decisions about the document, kept by its source id (DocumentPolicy)."""
+        expected = self.world.expected[key]
+        if expected.override is not None or expected.deleted:
+            self.world.decisions[key] = (expected.override, expected.deleted)
+        else:
+            self.world.decisions.pop(key, None)
+
+    def _returning(self, key: tuple[str, str], new: Expected) -> Expected:
+        """A document written anew gets the decisions kept for its source id."""
+        override, deleted = self.world.decisions.get(key, (None, ""))
+        return replace(new, override=override, deleted=deleted)
 
     def _file_acl(self, name: str) -> Acl:
         return (
@@ -179,6 +195,8 @@ class WritePaths(RuleBasedStateMachine):
         new = Expected(pulled=False, title=f"Title {doc}", content=text, source_acl=acl, environment=env)
         if old is not None:
             new = replace(new, override=old.override, deleted=old.deleted)
+        else:
+            new = self._returning(("api", doc), new)
         self.world.expected[("api", doc)] = new
 
     # --- the filesystem connector -------------------------------------------------------------------
@@ -212,6 +230,8 @@ class WritePaths(RuleBasedStateMachine):
             new = Expected(pulled=True, title=title, content=text, source_acl=self._file_acl(name))
             if old is not None:
                 new = replace(new, override=old.override, deleted=old.deleted)
+            else:
+                new = self._returning(("fs", name), new)
             self.world.expected[("fs", name)] = new
         if self.files:  # a listing with nothing in it removes nothing
             for key in [k for k in self.world.expected if k[0] == "fs" and k[1] not in self.files]:
@@ -232,6 +252,7 @@ class WritePaths(RuleBasedStateMachine):
         )
         if acl != self.world.expected[key].acl:  # an unchanged field is no edit, so no override
             self.world.expected[key].override = acl
+            self._remember(key)
 
     @precondition(lambda self: any(k[0] == "api" for k in self.world.expected))
     @rule(data=st.data(), text=texts)
@@ -246,6 +267,7 @@ class WritePaths(RuleBasedStateMachine):
         key = data.draw(st.sampled_from(self._keys()))
         post_document_action(self.world.admin, "clear_acl_override", self._document(key))
         self.world.expected[key].override = None
+        self._remember(key)
 
     @precondition(lambda self: self.world.expected)
     @rule(data=st.data())
@@ -253,6 +275,7 @@ class WritePaths(RuleBasedStateMachine):
         key = data.draw(st.sampled_from(self._keys()))
         post_document_action(self.world.admin, "soft_delete", self._document(key))
         self.world.expected[key].deleted = "admin"
+        self._remember(key)
 
     @precondition(lambda self: self.world.expected)
     @rule(data=st.data())
@@ -260,6 +283,19 @@ class WritePaths(RuleBasedStateMachine):
         key = data.draw(st.sampled_from(self._keys()))
         post_document_action(self.world.admin, "restore", self._document(key))
         self.world.expected[key].deleted = ""
+        self._remember(key)
+
+    @precondition(lambda self: bool(set(self.world.decisions) - set(self.world.expected)))
+    @rule(data=st.data(), acl=st.booleans())
+    def admin_clear_a_gone_documents_policy(self, data: st.DataObject, acl: bool) -> None:
+        key = data.draw(st.sampled_from(sorted(set(self.world.decisions) - set(self.world.expected))))
+        connector = self.world.connector if key[0] == "fs" else self._api_connector()
+        policy = DocumentPolicy.objects.get(connector=connector, external_id=key[1])
+        post_policy_action(self.world.admin, "clear_acl_override" if acl else "clear_deletion", policy)
+        override, deleted = self.world.decisions.pop(key)
+        override, deleted = (None, deleted) if acl else (override, "")
+        if override is not None or deleted:
+            self.world.decisions[key] = (override, deleted)
 
     @precondition(lambda self: self.world.expected)
     @rule(data=st.data(), through_api=st.booleans())
@@ -317,6 +353,17 @@ class WritePaths(RuleBasedStateMachine):
             assert document.content == expected.content and document.title == expected.title, key
             assert document.deletion_origin == expected.deleted, key
             assert (document.deleted_at is not None) == bool(expected.deleted), key
+        policies = DocumentPolicy.objects.filter(connector__tenant=self.world.tenant).select_related(
+            "connector"
+        )
+        kept = {("fs" if p.connector.kind == "filesystem" else "api", p.external_id): p for p in policies}
+        assert set(kept) == set(self.world.decisions)
+        for key, (override, deleted) in self.world.decisions.items():
+            policy = kept[key]
+            assert policy.deletes == bool(deleted) and policy.overrides_acl == (override is not None), key
+            if override is not None:
+                names = set(policy.principals.values_list("external_id", flat=True))
+                assert (policy.is_public, names) == (override.public, set(override.users | override.groups))
 
     @invariant()
     def chunks_and_vectors_mirror_their_documents(self) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from knowledge.models import Connector, Document
+from knowledge.models import Connector, Document, DocumentPolicy
 from knowledge.services.access import documents_access_sync
 from knowledge.services.acl import (
     acl_keys,
@@ -28,6 +28,7 @@ from knowledge.services.acl import (
     tokens_for,
 )
 from knowledge.services.chunks import PreparedChunks, chunks_replace
+from knowledge.services.policies import policies_for_write
 from knowledge.services.writes.prepare import Prepared
 from knowledge.services.writes.validate import Resolved
 
@@ -97,7 +98,11 @@ def _locked_rows(connector: Connector, items: Sequence[Resolved]) -> list[Docume
 
 
 def _plan(
-    row: Document, item: Resolved, grants: dict[str, dict[int, set[int]]], ids: dict[Any, int]
+    row: Document,
+    item: Resolved,
+    grants: dict[str, dict[int, set[int]]],
+    ids: dict[Any, int],
+    policy: DocumentPolicy | None,
 ) -> _Plan:
     source, acl = item.source, item.acl
     source_grants = {ids[key] for key in acl_keys(acl)}
@@ -114,11 +119,14 @@ def _plan(
         "acl_origin": item.acl_origin,
     }
     effective_now = grants["effective"][row.pk]
-    effective = effective_now if row.acl_overridden else source_grants
-    if not row.acl_overridden:
+    returned = _admin_decisions(row, policy, values)
+    if returned is not None:
+        effective = returned
+    elif row.acl_overridden:
+        effective = effective_now
+    else:
+        effective = source_grants
         values["is_public"] = acl.public
-    if row.deleted_at is not None and row.deletion_origin != Document.DeletionOrigin.ADMIN:
-        values.update(deleted_at=None, deletion_origin=Document.DeletionOrigin.NONE)
     changed = [name for name, value in values.items() if getattr(row, name) != value]
     effective_changed = effective != effective_now
     return _Plan(
@@ -135,6 +143,25 @@ def _plan(
         filters_changed=effective_changed
         or bool({"is_public", "environment_id", "deleted_at"} & set(changed)),
     )
+
+
+def _admin_decisions(row: Document, policy: DocumentPolicy | None, values: dict[str, Any]) -> set[int] | None:
+    """An admin's decisions win over the source: a deletion stays, and an override's ACL is the
+    effective one. A policy (kept by source id across prunes) brings them back to a row that lost
+    them; returns the override's grants when it does so, else None (the row's own grants apply)."""
+    if policy is not None and policy.deletes:
+        if row.deletion_origin != Document.DeletionOrigin.ADMIN:
+            values.update(deleted_at=policy.deleted_at, deletion_origin=Document.DeletionOrigin.ADMIN)
+    elif row.deleted_at is not None and row.deletion_origin != Document.DeletionOrigin.ADMIN:
+        values.update(deleted_at=None, deletion_origin=Document.DeletionOrigin.NONE)
+    if policy is None or not policy.overrides_acl or row.acl_overridden:
+        return None
+    values.update(
+        acl_override_at=policy.acl_override_at,
+        acl_override_by=policy.acl_override_by,
+        is_public=policy.is_public,
+    )
+    return set(policy.principal_ids)  # type: ignore[attr-defined]
 
 
 def _write_rows(plans: list[_Plan]) -> None:
@@ -188,7 +215,8 @@ def apply_batch(
             "source": grants_of(Document.source_principals.through, pks),
         }
         by_id = {item.external_id: item for item in items}
-        plans = [_plan(row, by_id[row.external_id], grants, ids) for row in rows]
+        policies = policies_for_write(connector=connector, external_ids=list(by_id))
+        plans = [_plan(r, by_id[r.external_id], grants, ids, policies.get(r.external_id)) for r in rows]
         applied.created = {p.row.external_id for p in plans if p.row.content_hash == PLACEHOLDER_HASH}
         _write_rows(plans)
         rechunk = [p for p in plans if p.needs_chunks]
