@@ -13,8 +13,20 @@ ROOT = Path(__file__).resolve().parent.parent
 DEV_URL = "postgres://postgres:postgres@127.0.0.1:5433/knowledge"
 
 
+def checkout_environment() -> None:
+    """The environment, then .env, then this checkout's services (.services/checkout.env), as Django
+    reads them: DATABASE_URL, REDIS_URL and OPENSEARCH_URL of this checkout."""
+    sys.path.insert(0, str(ROOT))
+    from config.env import read_dotenv
+
+    read_dotenv(ROOT)
+
+
+checkout_environment()  # every benchmark's defaults (argument parsers included) see this checkout's URLs
+
+
 def bench_url(database: str) -> str:
-    """The server of DATABASE_URL (or the dev default) with the benchmark database; never the dev one."""
+    """The server of DATABASE_URL (or this checkout's) with the benchmark database; never the dev one."""
     base = urlsplit(os.environ.get("DATABASE_URL", DEV_URL))
     if base.path.lstrip("/") == database:
         sys.exit(f"refusing to benchmark in {database!r}: it is the DATABASE_URL database")

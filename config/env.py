@@ -11,10 +11,11 @@ env = environ.Env()
 
 
 def read_dotenv(base_dir: Path) -> None:
-    """Load `.env` beside manage.py when present; real environment variables win."""
-    dotenv = base_dir / ".env"
-    if dotenv.exists():
-        environ.Env.read_env(str(dotenv), overwrite=False)
+    """Load `.env` beside manage.py, then this checkout's service addresses (`.services/checkout.env`,
+    written by scripts/checkout.sh), when present; real environment variables win, then `.env`."""
+    for dotenv in (base_dir / ".env", base_dir / ".services" / "checkout.env"):
+        if dotenv.exists():
+            environ.Env.read_env(str(dotenv), overwrite=False)
 
 
 def positive_int(name: str, default: int) -> int:

@@ -32,6 +32,16 @@ if [ ! -f .env ]; then
   sed "s|^DJANGO_SECRET_KEY=.*|DJANGO_SECRET_KEY=$secret|" .env.example > .env
   echo "[bootstrap] wrote .env (edit it to point at your own PostgreSQL/Redis)"
 fi
+# An .env written from an older template pinned the shared ports every checkout used; this checkout's
+# own ports come from scripts/checkout.sh now, so those exact lines are commented out.
+for old in 'DATABASE_URL=postgres://postgres:postgres@127.0.0.1:5433/knowledge' \
+           'REDIS_URL=redis://127.0.0.1:6379/0' 'OPENSEARCH_URL=http://127.0.0.1:9200'; do
+  if grep -qxF "$old" .env; then
+    sed -i "s|^$old\$|# $old  (commented out: this checkout's own services are in .services/checkout.env)|" .env
+    echo "[bootstrap] .env: commented out $old (this checkout now has ports of its own)"
+  fi
+done
+source scripts/checkout.sh
 
 # The browser tests drive Debian's Chromium with Playwright (which cannot download its own browser here).
 if [ "${1:-}" = "--with-browser" ] && [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ]; then

@@ -9,8 +9,8 @@
 #   down --node 2 stops only node-2 (the cluster stays up, yellow); plain `down` stops both
 #
 # Environment:
-#   OPENSEARCH_PORT             HTTP port on 127.0.0.1 (default 9200)
-#   OPENSEARCH_TRANSPORT_PORT   first transport port tried, up to +99 (default OPENSEARCH_PORT + 100)
+#   OPENSEARCH_PORT             HTTP port on 127.0.0.1 (default: this checkout's, scripts/checkout.sh)
+#   OPENSEARCH_TRANSPORT_PORT   first transport port tried, up to +9 (default: this checkout's)
 #   OPENSEARCH_HEAP             heap size for -Xms/-Xmx (default 1g)
 #   OPENSEARCH_JAVA_OPTS        extra JVM options
 #   OPENSEARCH_START_TIMEOUT    seconds to wait for yellow/green (default 180)
@@ -19,6 +19,7 @@
 #                               else JAVA_HOME, else `java` on PATH)
 #   SERVICES_DIR                state root (default <repo>/.services); data, logs,
 #                               config and the PID file go to $SERVICES_DIR/opensearch/
+# `down` stops only the nodes whose PID files are in this checkout's state directory.
 #
 # Needs: a JDK 17 (openjdk-17-jdk-headless), Maven (maven) and curl.
 set -euo pipefail
@@ -27,9 +28,9 @@ SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$SCRIPT_DIR/.." && pwd)"
 OS_SRC="$SCRIPT_DIR/opensearch"
 TARGET="$OS_SRC/target"
-SERVICES_DIR="${SERVICES_DIR:-$REPO/.services}"
-BASE_PORT="${OPENSEARCH_PORT:-9200}"
-BASE_TRANSPORT_PORT="${OPENSEARCH_TRANSPORT_PORT:-$((BASE_PORT + 100))}"
+source "$SCRIPT_DIR/checkout.sh"
+BASE_PORT="$OPENSEARCH_PORT"
+BASE_TRANSPORT_PORT="$OPENSEARCH_TRANSPORT_PORT"
 
 # Point the per-node globals (state dir, PID file, log, ports, name, roles) at node N (1 or 2).
 select_node() {
@@ -131,7 +132,7 @@ write_config() {
     sed -e "s#@DATA_DIR@#$STATE/data#" \
         -e "s#@LOGS_DIR@#$STATE/logs#" \
         -e "s#@HTTP_PORT@#$PORT#" \
-        -e "s#@TRANSPORT_PORT@#$TRANSPORT_PORT-$((TRANSPORT_PORT + 99))#" \
+        -e "s#@TRANSPORT_PORT@#$TRANSPORT_PORT-$((TRANSPORT_PORT + 9))#" \
         -e "s#@NODE_NAME@#$NODE_NAME#" \
         -e "s#@ROLES@#$ROLES#" \
         -e "s#@SEED_HOSTS@#127.0.0.1:$BASE_TRANSPORT_PORT#" \

@@ -9,10 +9,12 @@ START=$(date +%s)
 scripts/bootstrap.sh
 scripts/services.sh up core
 PY=.venv/bin/python
-# The OpenSearch backend on the local node (an OPENSEARCH_URL elsewhere is the operator's cluster).
+# The OpenSearch backend on this checkout's local node (an OPENSEARCH_URL elsewhere is the operator's cluster).
+source scripts/checkout.sh
 BACKEND="${KNOWLEDGE_RETRIEVAL_BACKEND:-$(sed -n 's/^KNOWLEDGE_RETRIEVAL_BACKEND=//p' .env 2>/dev/null | tail -n 1)}"
 OS_URL="${OPENSEARCH_URL:-$(sed -n 's/^OPENSEARCH_URL=//p' .env 2>/dev/null | tail -n 1)}"
-if [ "${BACKEND:-postgres}" = "opensearch" ] && [ "${OS_URL:-http://127.0.0.1:9200}" = "http://127.0.0.1:9200" ]; then
+LOCAL_OS="http://127.0.0.1:$OPENSEARCH_PORT"
+if [ "${BACKEND:-postgres}" = "opensearch" ] && [ "${OS_URL:-$LOCAL_OS}" = "$LOCAL_OS" ]; then
   scripts/services.sh up opensearch
 fi
 $PY manage.py migrate --no-input -v 0

@@ -5,17 +5,16 @@
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-SERVICES_DIR="${SERVICES_DIR:-$REPO/.services}"
+# This checkout's own ports, pg0 instance and state directory (and .services/checkout.env).
+source "$REPO/scripts/checkout.sh"
 PG_USER="${PG_SYSTEM_USER:-kbpg}"
 PG_HOME="/var/lib/$PG_USER"
-PG_NAME="${PG_INSTANCE:-knowledge}"
-PG_PORT="${PG_PORT:-5433}"
+PG_NAME="$PG_INSTANCE"
 PG_DB="${PG_DATABASE:-knowledge}"
 # A DATABASE_URL on the embedded server names the database to create.
 case "${DATABASE_URL:-}" in
   *@127.0.0.1:"$PG_PORT"/*|*@localhost:"$PG_PORT"/*) PG_DB="${DATABASE_URL##*/}"; PG_DB="${PG_DB%%\?*}" ;;
 esac
-REDIS_PORT="${REDIS_PORT:-6379}"
 VENV="${VENV:-$REPO/.venv}"
 
 log() { printf '[services] %s\n' "$*"; }
@@ -79,6 +78,11 @@ pg_down() {
 
 redis_running() { redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG; }
 
+# Ours: the server whose PID file is in this checkout's state directory (never another checkout's).
+redis_ours() {
+  [ -f "$SERVICES_DIR/redis/redis.pid" ] && kill -0 "$(cat "$SERVICES_DIR/redis/redis.pid")" 2>/dev/null
+}
+
 redis_up() {
   if ! command -v redis-server >/dev/null 2>&1; then
     log "installing redis-server from Debian"
@@ -86,6 +90,7 @@ redis_up() {
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server) >/dev/null
   fi
   if redis_running; then
+    redis_ours || die "port $REDIS_PORT answers as a Redis this checkout did not start; set REDIS_PORT in .env"
     log "redis already running on 127.0.0.1:$REDIS_PORT"
     return
   fi
@@ -99,11 +104,14 @@ redis_up() {
 }
 
 redis_down() {
-  if redis_running; then redis-cli -h 127.0.0.1 -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true; log "redis stopped"
+  if redis_ours; then
+    kill "$(cat "$SERVICES_DIR/redis/redis.pid")" 2>/dev/null || true
+    for _ in $(seq 1 50); do redis_ours || break; sleep 0.1; done
+    log "redis stopped"
   else log "redis not running"; fi
 }
 
-opensearch() { SERVICES_DIR="$SERVICES_DIR" bash "$REPO/scripts/opensearch.sh" "$1"; }
+opensearch() { bash "$REPO/scripts/opensearch.sh" "$1"; }
 
 status() {
   local rc=0
@@ -122,6 +130,7 @@ case "$cmd:$which" in
   up:core) pg_up; redis_up ;;
   down:postgres) pg_down ;;
   down:redis) redis_down ;;
+  down:core) redis_down; pg_down ;;
   down:opensearch) opensearch down ;;
   down:all) if [ -f "$REPO/scripts/opensearch.sh" ]; then opensearch down; fi; redis_down; pg_down ;;
   status:*) status ;;
