@@ -83,7 +83,7 @@ def lane(tenant_id: int, limit: int) -> Callable[[str], Any]:
 
 def bm25_args(tenant_id: int, query: str, limit: int) -> dict[str, Any]:
     """Ids and scores, as the lane alone returns them (no text)."""
-    from retrieval_backends.postgres.bm25 import BM25Params, statement_args
+    from knowledge.store.search.bm25 import BM25Params, statement_args
 
     return statement_args(tenant_id, query, ["english"], limit, BM25Params())
 
@@ -92,7 +92,7 @@ def raw_sql(tenant_id: int, limit: int) -> Callable[[str], Any]:
     """The lane's query with no scope filter and no service layer."""
     from django.db import connection
 
-    from retrieval_backends.postgres.bm25 import BM25_SQL
+    from knowledge.store.search.bm25 import BM25_SQL
 
     sql = BM25_SQL.replace("{where}", "TRUE")
 
@@ -196,7 +196,7 @@ def candidate_scan_loops(tenant_id: int, query: str, limit: int) -> int:
     count means the plan flipped)."""
     from django.db import connection
 
-    from retrieval_backends.postgres.bm25 import BM25_SQL
+    from knowledge.store.search.bm25 import BM25_SQL
 
     with connection.cursor() as cursor:
         cursor.execute(

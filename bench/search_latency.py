@@ -141,7 +141,7 @@ def build_corpus(chunks: int, seed: int) -> tuple[int, float]:
     from django.db import connection, transaction
 
     from knowledge.models import Connector, Principal, Tenant
-    from retrieval_backends.postgres.bm25 import rebuild_statistics
+    from knowledge.store.search.bm25 import rebuild_statistics
 
     slug = f"bench-{chunks}-s{seed}-v{CORPUS_VERSION}"
     if corpus_ready(slug, chunks):
@@ -349,7 +349,7 @@ def sql_ids(sql: str, params: Sequence[Any] | dict[str, Any]) -> list[int]:
 
 def raw_bm25(tenant_id: int, text: str) -> list[int]:
     """The keyword lane's BM25 query with no scope filter and no service layer."""
-    from retrieval_backends.postgres.bm25 import BM25_SQL, BM25Params, statement_args
+    from knowledge.store.search.bm25 import BM25_SQL, BM25Params, statement_args
 
     args = statement_args(tenant_id, text, ["english"], LIMIT, BM25Params())
     return sql_ids(BM25_SQL.replace("{where}", "TRUE"), args)
@@ -390,7 +390,7 @@ def service_paths(scope: Any) -> dict[str, Callable[[Any], Any]]:
 
 def latency_paths(tenant_id: int, long_queries: bool) -> dict[str, Callable[[Any], Any]]:
     from bench import opensearch_paths as raw
-    from retrieval_backends.postgres.keyword import keyword_search as ts_rank_lane
+    from knowledge.store.search.keyword import keyword_search as ts_rank_lane
     from retrieval_backends.registry import get_backend
 
     scope = scope_for(tenant_id, "v100")

@@ -7,6 +7,11 @@ from typing import Any
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
+from knowledge.models import Connector
+from knowledge.services.connector_sync import connector_sync, connectors_due
+from knowledge.services.deletion import connector_purge_run
+from knowledge.services.enqueue import SYNC_CONNECTOR, send_task
+from knowledge.services.index_sync import documents_index_sync, index_reconcile
 from retrieval_backends.base import BackendUnavailable
 
 # Transient failures worth retrying: the index or PostgreSQL briefly unreachable.
@@ -26,16 +31,12 @@ RETRYING: dict[str, Any] = {
 def sync_documents_to_index(self, document_ids: list[int]) -> dict[str, int]:  # type: ignore[no-untyped-def]
     """Push the absolute state of documents to the retrieval backend (a speed-up: the reconciler
     pushes whatever this misses)."""
-    from knowledge.services.index_sync import documents_index_sync
-
     return documents_index_sync(document_ids=document_ids)
 
 
 @shared_task(acks_late=True)
 def reconcile_index() -> dict[str, object]:
     """Periodic (Celery beat): push every dirty document and tombstone, under one lock."""
-    from knowledge.services.index_sync import index_reconcile
-
     stats = index_reconcile()
     return {"ran": stats.ran, "pushed": stats.pushed, "deleted": stats.deleted, "failed": stats.failed}
 
@@ -49,9 +50,6 @@ def ping() -> str:
 @shared_task(acks_late=True)
 def sync_connector(connector_id: int, full: bool = False) -> dict[str, object]:
     """Sync one pull connector (skipped when another worker holds it); `full` re-pushes everything."""
-    from knowledge.models import Connector
-    from knowledge.services.connector_sync import connector_sync
-
     connector = Connector.objects.filter(pk=connector_id).first()
     if connector is None:
         return {"claimed": False, "reason": "connector no longer exists"}
@@ -67,18 +65,13 @@ def sync_connector(connector_id: int, full: bool = False) -> dict[str, object]:
 @shared_task(**RETRYING)
 def purge_connector(self, connector_id: int, run_id: int | None = None) -> dict[str, int]:  # type: ignore[no-untyped-def]
     """Delete every document of a connector in batches (resumable: a retry continues where it stopped)."""
-    from knowledge.services.deletion import connector_purge_run
-
     return {"deleted": connector_purge_run(connector_id=connector_id, run_id=run_id)}
 
 
 @shared_task(acks_late=True)
 def sync_due_connectors() -> list[int]:
     """Periodic (Celery beat): queue a sync for every connector whose interval has passed."""
-    from knowledge.services.connector_sync import connectors_due
-    from knowledge.services.enqueue import send_task
-
     due = connectors_due()
     for connector_id in due:
-        send_task(sync_connector, connector_id)
+        send_task(SYNC_CONNECTOR, connector_id)
     return due

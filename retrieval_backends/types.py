@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 PUBLIC_TOKEN = "public"
@@ -102,14 +105,6 @@ class LaneHit:
 
 
 @dataclass(frozen=True, kw_only=True)
-class NeighborAnchor:
-    """A hit around which neighbouring chunks are wanted."""
-
-    document_id: int
-    chunk_index: int
-
-
-@dataclass(frozen=True, kw_only=True)
 class MirroredChunk:
     """One chunk as an external index mirrors it, with its vectors by model."""
 
@@ -141,3 +136,53 @@ class DocumentState:
     chunks: tuple[MirroredChunk, ...] | None = None
     extra: dict[str, object] = field(default_factory=dict)
     version: int = 0
+
+
+FLOAT32_TINY, FLOAT32_MAX = 1.1754944e-38, 3.4028234e38  # smallest normal and largest 32-bit floats
+
+
+def vector_problem(values: Sequence[float]) -> str | None:
+    """Why a vector cannot be stored and compared by cosine (None when it can).
+
+    Indexes keep 32-bit floats: larger values overflow, and a zero (or vanishing) vector has no
+    direction, so its cosine similarity is undefined.
+    """
+    stored = array("f", values)
+    if not all(math.isfinite(v) for v in stored):
+        return "vector values must be finite 32-bit floats (no NaN or Infinity; |value| <= 3.4e38)"
+    if not FLOAT32_TINY <= sum(v * v for v in stored) <= FLOAT32_MAX:
+        return (
+            "the vector's length must be between 1.1e-19 and 1.8e19 (norms are computed in 32-bit "
+            "floats; a zero vector has no direction)"
+        )
+    return None
+
+
+def vector_lane_can_match(
+    scope: SearchScope, query_embedding: Sequence[float], dimensions: int, limit: int
+) -> bool:
+    """Whether a vector lane can find anything; a query vector of another length is a ValueError."""
+    if scope.sees_nothing or limit <= 0:
+        return False
+    if len(query_embedding) != dimensions:
+        raise ValueError(f"query vector has {len(query_embedding)} dimensions, expected {dimensions}")
+    return True
+
+
+def keyword_lane_can_match(scope: SearchScope, query_text: str, languages: Sequence[str], limit: int) -> bool:
+    """Whether a keyword lane can find anything (a scope that sees something, words, languages)."""
+    return not scope.sees_nothing and limit > 0 and bool(query_text.strip()) and bool(languages)
+
+
+def validate_dimensions(updates: Sequence[EmbeddingUpdate], dimensions: int) -> None:
+    """Raise ValueError when any vector's length differs from `dimensions` or it cannot be stored."""
+    if dimensions <= 0:
+        raise ValueError(f"dimensions must be positive, got {dimensions}")
+    for update in updates:
+        if len(update.vector) != dimensions:
+            raise ValueError(
+                f"chunk {update.chunk_id}: vector has {len(update.vector)} dimensions, expected {dimensions}"
+            )
+        problem = vector_problem(update.vector)
+        if problem:
+            raise ValueError(f"chunk {update.chunk_id}: {problem}")

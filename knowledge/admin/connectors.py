@@ -15,7 +15,7 @@ from knowledge.models import Connector, Principal, SyncRun
 from knowledge.selectors.drift import connectors_with_drift
 from knowledge.services.deletion import connector_delete, connector_purge_run
 from knowledge.services.edits import connector_apply_default_acl
-from knowledge.services.enqueue import send_task
+from knowledge.services.enqueue import PURGE_CONNECTOR, SYNC_CONNECTOR, send_task
 
 
 class ConnectorForm(forms.ModelForm):  # type: ignore[type-arg]
@@ -114,15 +114,13 @@ class ConnectorAdmin(ServiceDeleteAdmin):
         return f"{obj}: deleted with its {count} document(s), their chunks and vectors."
 
     def _queue(self, request: HttpRequest, queryset: QuerySet[Connector], full: bool) -> None:
-        from knowledge.tasks import sync_connector
-
         disabled = [str(c) for c in queryset if c.pulls and not c.enabled]
         if disabled:
             self.message_user(
                 request, f"Not synced, disabled (enable them first): {', '.join(disabled)}.", messages.WARNING
             )
         pull = [c for c in queryset if c.pulls and c.enabled]
-        sent = sum(send_task(sync_connector, c.pk, full) for c in pull)
+        sent = sum(send_task(SYNC_CONNECTOR, c.pk, full) for c in pull)
         if pull or not disabled:
             self.message_user(request, f"{sent} of {len(pull)} pull connector sync(s) queued.")
         if sent < len(pull):
@@ -138,11 +136,9 @@ class ConnectorAdmin(ServiceDeleteAdmin):
 
     @admin.action(description="Purge documents (delete every document of the connector, in batches)")
     def purge_documents(self, request: HttpRequest, queryset: QuerySet[Connector]) -> None:
-        from knowledge.tasks import purge_connector
-
         for connector in queryset:
             run = SyncRun.objects.create(connector=connector, kind=SyncRun.Kind.PURGE)
-            if not send_task(purge_connector, connector.pk, run.pk):
+            if not send_task(PURGE_CONNECTOR, connector.pk, run.pk):
                 connector_purge_run(connector_id=connector.pk, run_id=run.pk)  # no broker: do it here
         self.message_user(
             request, f"{queryset.count()} purge(s) started; progress is in each connector's runs."

@@ -12,7 +12,7 @@ from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
 from knowledge.models import ApiKey
-from knowledge.selectors.api_keys import api_key_by_lookup_id
+from knowledge.store.api_keys import api_key_by_lookup_id
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 LOOKUP_ID_MAX = ApiKey._meta.get_field("lookup_id").max_length or 16

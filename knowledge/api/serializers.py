@@ -22,7 +22,7 @@ from knowledge.api.fields import (
 from knowledge.models import Document
 from knowledge.pipeline.stages.registry import MAX_REQUEST_STAGES
 from knowledge.services.acl import MAX_ACL_NAMES
-from retrieval_backends.base import vector_problem
+from retrieval_backends.types import vector_problem
 
 
 class StrictSerializer(serializers.Serializer):  # type: ignore[type-arg]

@@ -5,12 +5,12 @@ from __future__ import annotations
 from django.db.models import QuerySet
 
 from knowledge.models import Document, Tenant
-from retrieval_backends.registry import get_backend
+from knowledge.store.lookups import supported_languages
 
 
 def is_text_search_language(name: str) -> bool:
     """Whether documents may use this language (a text-search configuration of the store)."""
-    return name in get_backend().supported_languages()
+    return name in supported_languages()
 
 
 def document_list(

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from django.db import connection
-
+from knowledge.store.diagnostics import database_ping
 from retrieval_backends.registry import get_backend
 
 logger = logging.getLogger(__name__)
@@ -15,8 +14,7 @@ def dependency_health() -> dict[str, str]:
     """`ok` or `unavailable` for PostgreSQL and the retrieval backend."""
     checks = {"postgres": "ok", "backend": "ok"}
     try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
+        database_ping()
     except Exception as exc:  # any failure means unhealthy; the reason is logged, not returned
         logger.warning("health: PostgreSQL check failed: %s", exc)
         checks["postgres"] = "unavailable"

@@ -21,7 +21,13 @@ from knowledge.pipeline.embedders.base import CLIENT_MODEL, EmbedderError
 from knowledge.pipeline.fusers.base import FusedHit, Fuser
 from knowledge.selectors.hydration import with_lane_text
 from knowledge.selectors.verification import verify_lanes
-from retrieval_backends.base import BackendUnavailable, KnowledgeRetrievalBackend
+from knowledge.store.lookups import (
+    embedding_models_of,
+    has_embedding_model,
+    populated_dimensions,
+    text_search_languages,
+)
+from retrieval_backends.base import BackendUnavailable, KnowledgeRetrievalBackend, LaneTimedOut, is_external
 from retrieval_backends.types import LaneHit, SearchScope
 
 logger = logging.getLogger(__name__)
@@ -86,8 +92,8 @@ def vector_query(
     if embedding is not None:
         return _caller_vector(backend, scope, list(embedding), warnings)
     embedder = active_embedder()
-    if not backend.has_embedding_model(scope.tenant_id, embedder.name):
-        populated = backend.get_populated_embedding_dimensions(scope.tenant_id, scope.connector_ids)
+    if not has_embedding_model(scope.tenant_id, embedder.name):
+        populated = populated_dimensions(scope.tenant_id, scope.connector_ids)
         warnings.append(
             f"vector lane skipped: no vectors of the active embedder {embedder.name!r} are indexed "
             f"(indexed dimensions: {', '.join(map(str, populated)) or 'none'}); see `manage.py doctor`"
@@ -103,7 +109,7 @@ def _caller_vector(
 ) -> VectorQuery:
     """A caller's query vector searches one model's vectors of its dimension: the active embedder's,
     else caller-supplied ones, else the only model there is; vectors of two models never mix."""
-    stored = backend.get_embedding_models(scope.tenant_id)
+    stored = embedding_models_of(scope.tenant_id)
     models = sorted(model for dimensions, model in stored if dimensions == len(vector))
     if not models:
         populated = sorted({dimensions for dimensions, _ in stored})
@@ -180,7 +186,7 @@ def _run_lanes(
             warnings.append(f"{name} lane left out: the query could not be embedded ({EMBEDDER_FAILED})")
             unembedded.append(outcome)
         elif isinstance(outcome, BaseException):
-            if backend.is_search_timeout(outcome):
+            if isinstance(outcome, LaneTimedOut):
                 warnings.append(f"{name} lane timed out and was left out of the results")
                 timed_out.append(outcome)
                 continue
@@ -210,10 +216,9 @@ def retrieve(
     `text_hits` hits' text do so."""
     if scope.sees_nothing:
         return Retrieved(fused=[], lanes={})
-    text_hits = text_hits if backend.reads_lane_text else 0
     make_calls = _lane_calls(backend, scope, lanes, query_text, vq, warnings, text_hits)
     lane_hits = _run_lanes(backend, make_calls(depth), warnings)
-    if backend.requires_result_verification:
+    if is_external(backend):
         lane_hits = _verified(backend, scope, make_calls, depth, lane_hits, warnings)
     fused = with_lane_text(fuser.fuse(lane_hits), lane_hits)
     return Retrieved(fused=fused, lanes={name: len(hits) for name, hits in lane_hits.items()})
@@ -232,16 +237,15 @@ def _lane_calls(
     text_hits: int = 0,
 ) -> LaneCalls:
     """The lanes to run, for a given depth (candidates per lane)."""
-    text = {"text_hits": text_hits} if text_hits else {}
 
     def calls(depth: int) -> dict[str, Callable[[], list[LaneHit]]]:
         found: dict[str, Callable[[], list[LaneHit]]] = {}
         if vq is not None:
             found["vector"] = lambda: backend.vector_search(
-                scope, vq.vector, vq.dimensions, depth, model=vq.model, **text
+                scope, vq.vector, vq.dimensions, depth, model=vq.model, text_hits=text_hits
             )
         if "keyword" in lanes and query_text is not None:
-            found["keyword"] = _keyword_call(backend, scope, query_text, depth, warnings, text)
+            found["keyword"] = _keyword_call(backend, scope, query_text, depth, warnings, text_hits)
         return found
 
     return calls
@@ -276,13 +280,13 @@ def _keyword_call(
     query_text: str,
     depth: int,
     warnings: list[str],
-    text: dict[str, int],
+    text_hits: int,
 ) -> Callable[[], list[LaneHit]]:
     """The keyword lane, including its language and statistics look-ups (they run in the lane's thread)."""
 
     def lane() -> list[LaneHit]:
-        languages = backend.get_text_search_languages(scope.tenant_id, scope.connector_ids)
-        warnings.extend(backend.keyword_warnings(scope.tenant_id, languages, scope.connector_ids))
-        return backend.keyword_search(scope, query_text, languages, depth, **text)
+        languages = text_search_languages(scope.tenant_id, scope.connector_ids)
+        warnings.extend(backend.keyword_warnings(scope.tenant_id, languages))
+        return backend.keyword_search(scope, query_text, languages, depth, text_hits=text_hits)
 
     return lane

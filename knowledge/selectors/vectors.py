@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from retrieval_backends.registry import get_backend
+from knowledge.store.vectors import get_chunk_vectors
 
 
 def chunk_vectors(
     *, chunk_ids: Sequence[int], dimensions: int, model: str | None
 ) -> dict[int, tuple[float, ...]]:
     """Vectors of these chunks with this dimension (and model, when given); chunks without one are absent."""
-    return get_backend().get_chunk_vectors(chunk_ids, dimensions, model)
+    return get_chunk_vectors(chunk_ids, dimensions, model)

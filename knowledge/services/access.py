@@ -9,7 +9,7 @@ from django.db import transaction
 from knowledge.models import Document
 from knowledge.services.acl import acl_tokens, document_acl_tokens, document_grants, tokens_for
 from knowledge.services.enqueue import schedule_index_sync
-from retrieval_backends.registry import get_backend
+from knowledge.store.filters import update_document_filters
 from retrieval_backends.types import DocumentState
 
 __all__ = [
@@ -57,7 +57,7 @@ def documents_access_sync(*, document_ids: Iterable[int]) -> int:
     if not states:
         return 0
     with transaction.atomic():
-        changed = get_backend().update_document_filters(states)
+        changed = update_document_filters(states)
         schedule_index_sync([s.document_id for s in states])
     return changed
 

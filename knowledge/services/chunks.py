@@ -12,7 +12,7 @@ from knowledge.models import Document
 from knowledge.pipeline.chunkers.base import ChunkText
 from knowledge.pipeline.embedders.base import CLIENT_MODEL
 from knowledge.services.access import schedule_index_sync
-from retrieval_backends.registry import get_backend
+from knowledge.store.chunks import delete_document_chunks, index_embeddings, insert_chunks
 from retrieval_backends.types import ChunkInput, EmbeddingUpdate
 
 __all__ = ["CLIENT_MODEL", "PreparedChunks", "chunks_replace"]
@@ -58,12 +58,11 @@ def _inputs(item: PreparedChunks) -> list[ChunkInput]:
 @transaction.atomic
 def chunks_replace(*, prepared: Sequence[PreparedChunks], model: str) -> int:
     """Swap every document's old chunks for the new ones in one transaction; returns chunks written."""
-    backend = get_backend()
     for item in prepared:
         if not item.is_new:
-            backend.delete_document_chunks(item.document.pk)
+            delete_document_chunks(item.document.pk)
     inputs = [chunk for item in prepared for chunk in _inputs(item)]
-    stored = backend.insert_chunks(inputs)
+    stored = insert_chunks(inputs)
     vectors = [vector for item in prepared for vector in item.vectors]
     by_dimension: dict[int, list[EmbeddingUpdate]] = defaultdict(list)
     for chunk, vector in zip(stored, vectors, strict=True):
@@ -71,6 +70,6 @@ def chunks_replace(*, prepared: Sequence[PreparedChunks], model: str) -> int:
             EmbeddingUpdate(chunk_id=chunk.id, vector=tuple(vector), model=model)
         )
     for dimensions, updates in by_dimension.items():
-        backend.index_embeddings(updates, dimensions)
+        index_embeddings(updates, dimensions)
     schedule_index_sync([item.document.pk for item in prepared])
     return len(stored)

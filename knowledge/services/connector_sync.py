@@ -24,10 +24,11 @@ from knowledge.connectors.types import Listing, SourceAcl, SourceError
 from knowledge.models import Connector, Document, SyncRun
 from knowledge.selectors.connector_state import stored_source_state
 from knowledge.services.deletion import documents_delete
-from knowledge.services.enqueue import send_task
+from knowledge.services.enqueue import SYNC_DOCUMENTS, send_task
 from knowledge.services.index_sync.reconcile import documents_mark_dirty
 from knowledge.services.source_acls import documents_source_acl_set
 from knowledge.services.writes import WriteStats, documents_write
+from retrieval_backends.base import is_external
 from retrieval_backends.registry import get_backend
 
 
@@ -80,14 +81,12 @@ REPUSH_BATCH = 100
 def _repush(connector: Connector) -> None:
     """Mark every document dirty, and queue pushes in batches so several workers share the work
     (the reconciler covers whatever a lost task leaves)."""
-    from knowledge.tasks import sync_documents_to_index
-
     documents_mark_dirty(connector_id=connector.pk)
-    if not get_backend().requires_index_sync:
+    if not is_external(get_backend()):
         return
     ids = list(connector.documents.order_by("pk").values_list("pk", flat=True))
     for start in range(0, len(ids), REPUSH_BATCH):
-        send_task(sync_documents_to_index, ids[start : start + REPUSH_BATCH])
+        send_task(SYNC_DOCUMENTS, ids[start : start + REPUSH_BATCH])
 
 
 def _progress(run: SyncRun) -> Callable[[int, int], None]:

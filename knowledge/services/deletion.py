@@ -18,7 +18,7 @@ from django.utils import timezone
 from knowledge.models import Connector, Document, Principal, SyncRun, Tenant
 from knowledge.services.access import documents_access_sync
 from knowledge.services.enqueue import schedule_index_sync
-from retrieval_backends.registry import get_backend
+from knowledge.store.chunks import delete_documents_chunks
 
 Progress = Callable[[int], None]
 BATCH = 200
@@ -33,7 +33,7 @@ def _delete_batch(document_ids: Sequence[int]) -> int:
             .values_list("pk", flat=True)
         )
         if locked:
-            get_backend().delete_documents_chunks(locked)
+            delete_documents_chunks(locked)
             Document.objects.filter(pk__in=locked).delete()
             schedule_index_sync(locked)
     return len(locked)

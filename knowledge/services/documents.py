@@ -30,7 +30,7 @@ from knowledge.services.policies import (
 )
 from knowledge.services.writes import source_write
 from knowledge.services.writes.validate import content_hash
-from retrieval_backends.registry import get_backend
+from knowledge.store.chunks import delete_document_chunks
 
 __all__ = [
     "CLIENT_MODEL",
@@ -199,7 +199,7 @@ def document_hard_delete(*, document_id: int) -> bool:
         document = Document.objects.select_for_update().filter(pk=document_id).first()
         if document is None:
             return False
-        get_backend().delete_document_chunks(document_id)
+        delete_document_chunks(document_id)
         document.delete()
         schedule_index_sync([document_id])
     return True

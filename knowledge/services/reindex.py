@@ -17,7 +17,8 @@ from knowledge.models import ActiveEmbedder, ReindexJob
 from knowledge.pipeline.active import embedder_for, forget_active_embedder
 from knowledge.pipeline.embedders.base import Embedder
 from knowledge.services.chunks import CLIENT_MODEL
-from retrieval_backends.registry import get_backend
+from knowledge.store import vectors as stored
+from knowledge.store.chunks import lock_chunk_writes
 from retrieval_backends.types import EmbeddingUpdate
 
 
@@ -31,13 +32,12 @@ def reindex_job_for(*, spec: str) -> ReindexJob:
 
 
 def chunks_missing(*, model: str) -> int:
-    return get_backend().count_chunks_missing_embedding(model)
+    return stored.count_chunks_missing_embedding(model)
 
 
 def _embed_batch(embedder: Embedder, after_id: int, batch_size: int) -> tuple[int, int]:
     """Embed the next chunks lacking this model's vector; returns (count, last chunk id)."""
-    backend = get_backend()
-    rows = backend.chunks_missing_embedding(embedder.name, after_id, batch_size)
+    rows = stored.chunks_missing_embedding(embedder.name, after_id, batch_size)
     if not rows:
         return 0, after_id
     vectors = embedder.embed_batch([content for _, content in rows])
@@ -45,7 +45,7 @@ def _embed_batch(embedder: Embedder, after_id: int, batch_size: int) -> tuple[in
         EmbeddingUpdate(chunk_id=i, vector=tuple(v), model=embedder.name)
         for (i, _), v in zip(rows, vectors, strict=True)
     ]
-    backend.index_embeddings(updates, embedder.dimension)
+    stored.index_embeddings(updates, embedder.dimension)
     return len(rows), rows[-1][0]
 
 
@@ -68,7 +68,7 @@ def reindex_switch(*, job: ReindexJob) -> None:
     """Make the job's embedder active once every chunk has its vector (stragglers embedded here)."""
     embedder = embedder_for(job.spec)
     with transaction.atomic():
-        get_backend().lock_chunk_writes()  # no chunk is written until we commit
+        lock_chunk_writes()  # no chunk is written until we commit
         while _embed_batch(embedder, 0, 256)[0]:
             pass
         ActiveEmbedder.objects.update_or_create(
@@ -83,4 +83,4 @@ def reindex_switch(*, job: ReindexJob) -> None:
 
 def reindex_prune(*, keep_model: str) -> int:
     """Delete vectors of every other model (caller-supplied vectors are kept); returns the count."""
-    return get_backend().prune_embeddings([keep_model, CLIENT_MODEL])
+    return stored.prune_embeddings([keep_model, CLIENT_MODEL])

@@ -1,8 +1,7 @@
-"""The OpenSearch retrieval backend: lanes on OpenSearch, canonical chunks and vectors in PostgreSQL.
+"""The OpenSearch retrieval backend: lanes on an OpenSearch mirror of the canonical store.
 
-It composes the canonical store (writes land in PostgreSQL first, in the caller's transaction) and
-mirrors it into OpenSearch through the sync hooks, which the index-sync reconciler drives. Hits are
-ids and scores only; callers verify and rehydrate them from PostgreSQL.
+The index-sync service pushes documents' absolute states to it (`sync_document_access`); it never
+reads PostgreSQL. Hits are ids and scores only; callers verify and rehydrate them from PostgreSQL.
 """
 
 from __future__ import annotations
@@ -15,28 +14,21 @@ from opensearchpy import OpenSearch
 from opensearchpy.exceptions import ConnectionError as OSConnectionError
 from opensearchpy.exceptions import NotFoundError, TransportError
 
-from retrieval_backends.base import (
-    BackendUnavailable,
-    KnowledgeRetrievalBackend,
-    keyword_lane_can_match,
-    vector_lane_can_match,
-)
+from retrieval_backends.base import BackendUnavailable, ExternalIndex, LaneTimedOut
 from retrieval_backends.opensearch import generations, writes
 from retrieval_backends.opensearch.client import ClientOptions, build_client, call, is_timeout
 from retrieval_backends.opensearch.mappings import ANALYZERS, FALLBACK_ANALYZER, Names
 from retrieval_backends.opensearch.queries import keyword_body, to_hits, vector_body
-from retrieval_backends.postgres.store import CanonicalStore, CanonicalStoreMixin
-from retrieval_backends.types import DocumentState, LaneHit, SearchScope
+from retrieval_backends.types import (
+    DocumentState,
+    LaneHit,
+    SearchScope,
+    keyword_lane_can_match,
+    vector_lane_can_match,
+)
 
 
-class LaneTimedOut(Exception):
-    """OpenSearch answered with `timed_out: true`: its hits are partial and must not be used silently."""
-
-
-class OpenSearchRetrievalBackend(CanonicalStoreMixin, KnowledgeRetrievalBackend):
-    requires_result_verification = True
-    requires_index_sync = True
-    mirrors_content = True
+class OpenSearchRetrievalBackend(ExternalIndex):
     name = "opensearch"
 
     def __init__(
@@ -53,7 +45,6 @@ class OpenSearchRetrievalBackend(CanonicalStoreMixin, KnowledgeRetrievalBackend)
         **options: Any,
     ) -> None:
         super().__init__(**options)
-        self.store = CanonicalStore()
         self.names = Names(index_prefix)
         self.client_options = ClientOptions(url, username, password, ca_certs, verify_certs, timeout_ms)
         self.lane_timeout_ms = lane_timeout_ms
@@ -71,8 +62,8 @@ class OpenSearchRetrievalBackend(CanonicalStoreMixin, KnowledgeRetrievalBackend)
         except NotFoundError:
             return {"hits": {"hits": []}, "timed_out": False}  # nothing indexed there yet
         except (OSConnectionError, TransportError) as exc:
-            if is_timeout(exc):
-                raise  # the lane is left out with a warning, like a PostgreSQL statement timeout
+            if is_timeout(exc):  # the lane is left out with a warning, like a PostgreSQL statement timeout
+                raise LaneTimedOut(f"OpenSearch search of {index} timed out: {exc}") from exc
             # Node down, refused, or an error answer (4xx/5xx): the search is unavailable, a 503.
             raise BackendUnavailable(f"OpenSearch search of {index} failed: {exc}") from exc
         if response.get("timed_out"):
@@ -87,6 +78,7 @@ class OpenSearchRetrievalBackend(CanonicalStoreMixin, KnowledgeRetrievalBackend)
         limit: int,
         *,
         model: str | None = None,
+        text_hits: int = 0,
     ) -> list[LaneHit]:
         if not vector_lane_can_match(scope, query_embedding, dimensions, limit):
             return []
@@ -94,16 +86,14 @@ class OpenSearchRetrievalBackend(CanonicalStoreMixin, KnowledgeRetrievalBackend)
         return to_hits(self._search(self.names.vectors(dimensions), body), cosine_from_lucene=True)
 
     def keyword_search(
-        self, scope: SearchScope, query_text: str, languages: Sequence[str], limit: int
+        self, scope: SearchScope, query_text: str, languages: Sequence[str], limit: int, *, text_hits: int = 0
     ) -> list[LaneHit]:
         if not keyword_lane_can_match(scope, query_text, languages, limit):
             return []
         body = keyword_body(scope, query_text, languages, limit, self.lane_timeout_ms)
         return to_hits(self._search(self.names.chunks, body))
 
-    def keyword_warnings(
-        self, tenant_id: int, languages: Sequence[str], connector_ids: Sequence[int] | None
-    ) -> list[str]:
+    def keyword_warnings(self, tenant_id: int, languages: Sequence[str]) -> list[str]:
         unmapped = sorted(set(languages) - set(ANALYZERS))
         if not unmapped:
             return []
@@ -111,14 +101,6 @@ class OpenSearchRetrievalBackend(CanonicalStoreMixin, KnowledgeRetrievalBackend)
             f"no OpenSearch analyzer for {', '.join(unmapped)}: its chunks are analysed with "
             f"'{FALLBACK_ANALYZER}' (no stemming or stop words)"
         ]
-
-    def has_keyword_statistics(
-        self, tenant_id: int, languages: Sequence[str], connector_ids: Sequence[int] | None
-    ) -> bool:
-        return True  # OpenSearch keeps BM25 statistics itself
-
-    def is_search_timeout(self, error: BaseException) -> bool:
-        return isinstance(error, LaneTimedOut) or is_timeout(error)
 
     # --- health -------------------------------------------------------------------------------------
     def health(self) -> None:
@@ -130,7 +112,10 @@ class OpenSearchRetrievalBackend(CanonicalStoreMixin, KnowledgeRetrievalBackend)
             raise BackendUnavailable("the OpenSearch cluster is red (a primary shard is unassigned)")
 
     def doctor_checks(self) -> list[tuple[str, str, str, str]]:
-        return [*self.store.doctor_checks(), *generations.doctor_checks(self.client, self.names)]
+        return generations.doctor_checks(self.client, self.names)
+
+    def indexed_chunks_per_tenant(self) -> dict[int, int]:
+        return generations.tenant_counts(self.client, self.names)
 
     def refresh(self) -> None:
         """Make every write searchable now (tests; production relies on the refresh interval)."""
@@ -146,7 +131,7 @@ class OpenSearchRetrievalBackend(CanonicalStoreMixin, KnowledgeRetrievalBackend)
     def sync_document_deletions(self, deletions: Mapping[int, int]) -> dict[int, str]:
         return writes.delete_documents(self.client, self.names, deletions)
 
-    def start_index_generation(self, dimensions: Sequence[int]) -> int | None:
+    def start_index_generation(self, dimensions: Sequence[int]) -> int:
         return generations.start(self.client, self.names, dimensions)
 
     def activate_index_generation(self, generation: int) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import partial
 
-from django.db.models import Count
 from opensearchpy import OpenSearch
 
 from retrieval_backends.opensearch.client import call
@@ -66,33 +65,8 @@ def tenant_counts(client: OpenSearch, names: Names) -> dict[int, int]:
 
 
 def doctor_checks(client: OpenSearch, names: Names) -> list[tuple[str, str, str, str]]:
-    """Cluster health, and whether the index holds as many chunks per tenant as PostgreSQL."""
-    from knowledge.models import Chunk, Tenant
-
+    """The cluster's health (the doctor compares the index's counts with PostgreSQL's itself)."""
     health = call(lambda: client.cluster.health(), "cluster health")
     status = "OK" if health["status"] == "green" else "WARN" if health["status"] == "yellow" else "FAIL"
-    findings = [
-        (
-            status,
-            "opensearch",
-            f"cluster {health['cluster_name']} is {health['status']} ({health['number_of_nodes']} node(s))",
-            "" if status == "OK" else "see _cluster/health",
-        )
-    ]
-    canonical = dict(
-        Chunk.objects.values_list("tenant_id").annotate(n=Count("id")).values_list("tenant_id", "n")
-    )
-    indexed = tenant_counts(client, names)
-    slugs = dict(Tenant.objects.values_list("pk", "slug"))
-    for tenant_id in sorted(set(canonical) | set(indexed)):
-        have, want = indexed.get(tenant_id, 0), canonical.get(tenant_id, 0)
-        if have != want:
-            message = (
-                f"tenant {slugs.get(tenant_id, tenant_id)}: the index holds {have} chunks, PostgreSQL {want}"
-            )
-            findings.append(
-                ("WARN", "index drift", message, "run `manage.py index_sync` (or wait for the reconciler)")
-            )
-    if len(findings) == 1:
-        findings.append(("OK", "index drift", "the index holds as many chunks per tenant as PostgreSQL", ""))
-    return findings
+    message = f"cluster {health['cluster_name']} is {health['status']} ({health['number_of_nodes']} node(s))"
+    return [(status, "opensearch", message, "" if status == "OK" else "see _cluster/health")]

@@ -1,27 +1,35 @@
-"""The PostgreSQL retrieval backend: the canonical tables are the index, so hits need no verification."""
+"""The PostgreSQL retrieval backend: the canonical tables are the index, so hits need no verification.
+
+Its lanes are the store's search statements (`knowledge.store.search`); it adds their timeouts,
+settings and the BM25 fallback, and turns PostgreSQL's statement timeout into `LaneTimedOut`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
-from django.db import DatabaseError, connection
-from django.db.utils import OperationalError
+from django.db import DatabaseError
 from psycopg import errors as pg_errors
 
-from retrieval_backends.base import BackendUnavailable, KnowledgeRetrievalBackend, keyword_lane_can_match
-from retrieval_backends.postgres import bm25, keyword, vector
-from retrieval_backends.postgres.bm25 import BM25Params
-from retrieval_backends.postgres.store import CanonicalStore, CanonicalStoreMixin
-from retrieval_backends.types import LaneHit, SearchScope
+from knowledge.store import diagnostics
+from knowledge.store.lookups import LOOKUPS, has_keyword_statistics
+from knowledge.store.search import bm25, keyword, vector
+from knowledge.store.search.bm25 import BM25Params
+from retrieval_backends.base import BackendUnavailable, KnowledgeRetrievalBackend, LaneTimedOut
+from retrieval_backends.types import LaneHit, SearchScope, keyword_lane_can_match
+
+T = TypeVar("T")
+MISSING_STATISTICS = (
+    "keyword statistics are missing, so the keyword lane ranks with ts_rank instead of BM25; "
+    "run `manage.py rebuild_keyword_statistics`"
+)
 
 
-class PostgresRetrievalBackend(CanonicalStoreMixin, KnowledgeRetrievalBackend):
+class PostgresRetrievalBackend(KnowledgeRetrievalBackend):
     """pgvector + full-text search on the canonical chunk tables."""
 
-    requires_result_verification = False
     name = "postgres"
-    reads_lane_text = True
 
     def __init__(
         self,
@@ -34,12 +42,10 @@ class PostgresRetrievalBackend(CanonicalStoreMixin, KnowledgeRetrievalBackend):
         **options: Any,
     ):
         super().__init__(**options)
-        self.store = CanonicalStore()
         self.lane_timeout_ms = lane_timeout_ms
         self.exact_scan_max_rows = exact_scan_max_rows
         self.bm25 = BM25Params(k1=bm25_k1, b=bm25_b, candidate_budget=keyword_candidate_budget)
 
-    # --- lanes --------------------------------------------------------------------------------------
     def vector_search(
         self,
         scope: SearchScope,
@@ -50,16 +56,18 @@ class PostgresRetrievalBackend(CanonicalStoreMixin, KnowledgeRetrievalBackend):
         model: str | None = None,
         text_hits: int = 0,
     ) -> list[LaneHit]:
-        return vector.vector_search(
-            scope,
-            query_embedding,
-            dimensions,
-            limit,
-            model=model,
-            timeout_ms=self.lane_timeout_ms,
-            exact_scan_max_rows=self.exact_scan_max_rows,
-            estimates=self.store.lookups,
-            text_hits=text_hits,
+        return _timed(
+            lambda: vector.vector_search(
+                scope,
+                query_embedding,
+                dimensions,
+                limit,
+                model=model,
+                timeout_ms=self.lane_timeout_ms,
+                exact_scan_max_rows=self.exact_scan_max_rows,
+                estimates=LOOKUPS,
+                text_hits=text_hits,
+            )
         )
 
     def keyword_search(
@@ -67,58 +75,44 @@ class PostgresRetrievalBackend(CanonicalStoreMixin, KnowledgeRetrievalBackend):
     ) -> list[LaneHit]:
         if not keyword_lane_can_match(scope, query_text, languages, limit):
             return []
-        hits = bm25.bm25_search(
-            scope,
-            query_text,
-            languages,
-            limit,
-            params=self.bm25,
-            timeout_ms=self.lane_timeout_ms,
-            text_hits=text_hits,
+        timeout = self.lane_timeout_ms
+        hits = _timed(
+            lambda: bm25.bm25_search(
+                scope, query_text, languages, limit, params=self.bm25, timeout_ms=timeout, text_hits=text_hits
+            )
         )
         # BM25 finds nothing without statistics; only then is it worth asking whether they exist.
-        if hits or self.has_keyword_statistics(scope.tenant_id, languages, scope.connector_ids):
+        if hits or has_keyword_statistics(scope.tenant_id, languages):
             return hits
-        return keyword.keyword_search(scope, query_text, languages, limit, timeout_ms=self.lane_timeout_ms)
+        return _timed(lambda: keyword.keyword_search(scope, query_text, languages, limit, timeout_ms=timeout))
 
-    # --- diagnostics --------------------------------------------------------------------------------
-    def has_keyword_statistics(
-        self, tenant_id: int, languages: Sequence[str], connector_ids: Sequence[int] | None
-    ) -> bool:
-        def ask() -> bool:
-            with connection.cursor() as cursor:
-                return bm25.has_statistics(cursor, tenant_id, languages)
-
-        return self.store.lookups.get(("statistics", tenant_id, tuple(sorted(languages))), ask)
-
-    def keyword_warnings(
-        self, tenant_id: int, languages: Sequence[str], connector_ids: Sequence[int] | None
-    ) -> list[str]:
-        if languages and not self.has_keyword_statistics(tenant_id, languages, connector_ids):
-            return [
-                "keyword statistics are missing, so the keyword lane ranks with ts_rank instead of BM25; "
-                "run `manage.py rebuild_keyword_statistics`"
-            ]
+    def keyword_warnings(self, tenant_id: int, languages: Sequence[str]) -> list[str]:
+        if languages and not has_keyword_statistics(tenant_id, languages):
+            return [MISSING_STATISTICS]
         return []
-
-    def rebuild_keyword_statistics(self, tenant_id: int | None) -> str:
-        with connection.cursor() as cursor:
-            bm25.rebuild_statistics(cursor, tenant_id)
-        return "BM25 statistics rebuilt"
-
-    def is_search_timeout(self, error: BaseException) -> bool:
-        cause: BaseException | None = error
-        while cause is not None:
-            if isinstance(cause, pg_errors.QueryCanceled):
-                return True
-            cause = cause.__cause__
-        return False
 
     def health(self) -> None:
         try:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
-                if cursor.fetchone() is None:
-                    raise BackendUnavailable("the pgvector extension is not installed")
-        except (OperationalError, DatabaseError) as exc:
+            if diagnostics.pgvector_version() is None:
+                raise BackendUnavailable("the pgvector extension is not installed")
+        except DatabaseError as exc:
             raise BackendUnavailable(f"PostgreSQL is unreachable: {exc}") from exc
+
+
+def _timed(lane: Callable[[], T]) -> T:
+    """Run a lane statement; PostgreSQL's statement timeout becomes LaneTimedOut."""
+    try:
+        return lane()
+    except DatabaseError as exc:
+        if _canceled(exc):
+            raise LaneTimedOut(f"a PostgreSQL lane timed out: {exc}") from exc
+        raise
+
+
+def _canceled(error: BaseException) -> bool:
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, pg_errors.QueryCanceled):
+            return True
+        cause = cause.__cause__
+    return False

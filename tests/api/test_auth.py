@@ -13,7 +13,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from knowledge.models import ApiKey, Tenant
-from knowledge.selectors.api_keys import api_key_by_lookup_id
+from knowledge.store.api_keys import api_key_by_lookup_id
 from tests.api.conftest import ClientMaker, assert_error, client_for, issue_key, post
 from tests.factories import PrincipalFactory, TenantFactory
 

@@ -20,9 +20,8 @@ class UnhealthyBackend(PostgresRetrievalBackend):
         raise BackendUnavailable("search node unreachable")
 
 
-class BrokenConnection:
-    def cursor(self) -> Any:
-        raise OperationalError("connection refused")
+def broken_ping() -> None:
+    raise OperationalError("connection refused")
 
 
 def test_health_needs_no_key(db: None) -> None:
@@ -46,7 +45,7 @@ def test_failing_backend_is_503_naming_it(db: None) -> None:
 
 
 def test_failing_database_is_503_naming_it(db: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(health, "connection", BrokenConnection())
+    monkeypatch.setattr(health, "database_ping", broken_ping)
     response = APIClient().get("/api/v1/health")
     assert response.status_code == 503
     assert response.json()["checks"]["postgres"] == "unavailable"

@@ -6,17 +6,16 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 
-from retrieval_backends.base import BackendUnavailable
+from retrieval_backends.base import BackendUnavailable, ExternalIndex, LaneTimedOut
 from retrieval_backends.postgres import PostgresRetrievalBackend
 from retrieval_backends.types import LaneHit, SearchScope
 
 
-class ForgingBackend(PostgresRetrievalBackend):
-    """Pretends to be an external index that returns whatever `forged` holds, ignoring the scope."""
+class ForgingBackend(ExternalIndex):
+    """An external index that returns whatever `forged` holds, ignoring the scope; pushes vanish."""
 
-    requires_result_verification = True
     forged: ClassVar[list[LaneHit]] = []
 
     def vector_search(self, scope: SearchScope, *args: Any, **kwargs: Any) -> list[LaneHit]:
@@ -25,16 +24,28 @@ class ForgingBackend(PostgresRetrievalBackend):
     def keyword_search(self, scope: SearchScope, *args: Any, **kwargs: Any) -> list[LaneHit]:
         return list(self.forged)
 
+    def sync_document_access(self, states: Sequence[Any], generation: int | None = None) -> dict[int, str]:
+        return {}
+
+    def sync_document_deletions(self, deletions: Mapping[int, int]) -> dict[int, str]:
+        return {}
+
+    def health(self) -> None:
+        pass
+
 
 class SlowKeywordBackend(PostgresRetrievalBackend):
-    """The keyword lane hits PostgreSQL's statement timeout for real."""
+    """The keyword lane hits PostgreSQL's statement timeout for real (and says so as the contract asks)."""
 
     def keyword_search(
         self, scope: SearchScope, query_text: str, languages: Sequence[str], limit: int, *, text_hits: int = 0
     ) -> list[LaneHit]:
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute("SET LOCAL statement_timeout = 10")
-            cursor.execute("SELECT pg_sleep(1)")
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute("SET LOCAL statement_timeout = 10")
+                cursor.execute("SELECT pg_sleep(1)")
+        except DatabaseError as exc:
+            raise LaneTimedOut(f"the keyword lane timed out: {exc}") from exc
         return []
 
 
@@ -52,14 +63,12 @@ class BrokenKeywordBackend(PostgresRetrievalBackend):
         raise RuntimeError("keyword lane exploded")
 
 
-class RecordingIndexBackend(PostgresRetrievalBackend):
-    """An external-index stand-in that records what the sync hooks were told, and fails on command.
-
-    `unavailable = True` makes every hook raise BackendUnavailable; ids in `failing` come back as
-    per-document failures.
+class RecordingIndexBackend(PostgresRetrievalBackend, ExternalIndex):
+    """An external-index stand-in: PostgreSQL's lanes, and sync hooks that record what they were told
+    and fail on command. `unavailable = True` makes every hook raise BackendUnavailable; ids in
+    `failing` come back as per-document failures.
     """
 
-    requires_index_sync = True
     states: ClassVar[dict[int, Any]] = {}
     deleted: ClassVar[set[int]] = set()
     pushes: ClassVar[Counter[int]] = Counter()
@@ -94,3 +103,18 @@ class RecordingIndexBackend(PostgresRetrievalBackend):
             self.states.pop(document_id, None)
             self.deleted.add(document_id)
         return {}
+
+    def start_index_generation(self, dimensions: Sequence[int]) -> int:
+        return 1
+
+    def activate_index_generation(self, generation: int) -> None:
+        pass
+
+    def abandon_index_generation(self, generation: int) -> None:
+        pass
+
+    def indexed_chunks_per_tenant(self) -> dict[int, int]:
+        counts: Counter[int] = Counter()
+        for state in self.states.values():
+            counts[state.tenant_id] += len(state.chunks or ())
+        return dict(counts)

@@ -147,7 +147,7 @@ def column_statistics() -> int:
 def test_a_bulk_ingest_analyzes_the_search_tables(db, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from django.db import connection
 
-    from knowledge.services import table_statistics
+    from knowledge.store import statistics as table_statistics
 
     with connection.cursor() as cursor:  # pg_statistic is transactional: the test sees its own ANALYZE
         cursor.execute("DELETE FROM pg_statistic WHERE starelid = 'knowledge_chunk'::regclass")

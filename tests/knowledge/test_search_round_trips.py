@@ -12,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from knowledge.pipeline.active import active_embedder
 from knowledge.selectors.search import search_chunks
 from knowledge.services.documents import document_upsert
+from knowledge.store import lookups
 from retrieval_backends.registry import get_backend
 from retrieval_backends.types import SearchScope
 from tests.factories import ConnectorFactory
@@ -77,27 +78,25 @@ def insert_behind_the_service(scope: SearchScope, language: str) -> None:
         )
 
 
-def test_another_processs_write_is_seen_within_the_ttl(scope) -> None:  # type: ignore[no-untyped-def]
-    backend = get_backend()
-    backend.store.lookups.ttl = 0.2  # type: ignore[attr-defined]
-    assert backend.get_text_search_languages(scope.tenant_id, None) == ["english"]
+def test_another_processs_write_is_seen_within_the_ttl(scope, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(lookups.LOOKUPS, "ttl", 0.2)
+    assert lookups.text_search_languages(scope.tenant_id, None) == ["english"]
     insert_behind_the_service(scope, "simple")
-    assert backend.get_text_search_languages(scope.tenant_id, None) == ["english"]  # cached
+    assert lookups.text_search_languages(scope.tenant_id, None) == ["english"]  # cached
     time.sleep(0.25)
-    assert backend.get_text_search_languages(scope.tenant_id, None) == ["english", "simple"]
+    assert lookups.text_search_languages(scope.tenant_id, None) == ["english", "simple"]
 
 
 def test_nothing_there_is_never_cached(scope) -> None:  # type: ignore[no-untyped-def]
-    backend = get_backend()
-    assert not backend.has_embedding_model(scope.tenant_id, "other-model")
+    assert not lookups.has_embedding_model(scope.tenant_id, "other-model")
     with connection.cursor() as cursor:  # vectors of that model arrive behind the cache's back
         cursor.execute(
             "UPDATE knowledge_chunkembedding SET model = 'other-model' WHERE tenant_id = %s",
             [scope.tenant_id],
         )
-    assert backend.has_embedding_model(scope.tenant_id, "other-model")
-    assert backend.get_text_search_languages(scope.tenant_id + 1000, None) == []
-    assert backend.get_populated_embedding_dimensions(scope.tenant_id + 1000, None) == []
+    assert lookups.has_embedding_model(scope.tenant_id, "other-model")
+    assert lookups.text_search_languages(scope.tenant_id + 1000, None) == []
+    assert lookups.populated_dimensions(scope.tenant_id + 1000, None) == []
 
 
 @pytest.mark.parametrize("reported", [True, False], ids=["lanes-report-parents", "parents-unknown"])

@@ -11,7 +11,7 @@ from django.db import connection, transaction
 
 from knowledge.models import Chunk, ChunkEmbedding, Document
 from knowledge.services.documents import document_hard_delete, document_set_acl, document_upsert
-from retrieval_backends.registry import get_backend
+from knowledge.store.chunks import index_embeddings
 from retrieval_backends.types import EmbeddingUpdate
 from tests.factories import ConnectorFactory, PrincipalFactory
 
@@ -104,7 +104,7 @@ def test_concurrent_upserts_never_leave_old_chunks_under_new_content() -> None:
 
 def _backfill(chunk_id: int) -> Callable[[], object]:
     vector = EmbeddingUpdate(chunk_id=chunk_id, vector=(0.0, 1.0, 0.0), model="next-model")
-    return lambda: get_backend().index_embeddings([vector], 3)
+    return lambda: index_embeddings([vector], 3)
 
 
 def test_an_acl_change_during_a_backfill_reaches_the_new_vector() -> None:

@@ -13,8 +13,8 @@ from knowledge.services.documents import (
     document_soft_delete,
     document_upsert,
 )
+from knowledge.store.search.bm25 import BM25Params, bm25_search
 from retrieval_backends.postgres import PostgresRetrievalBackend
-from retrieval_backends.postgres.bm25 import BM25Params, bm25_search
 from retrieval_backends.types import SearchScope
 from tests.factories import ConnectorFactory
 

@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from knowledge.models import Tenant
-from retrieval_backends.postgres import PostgresRetrievalBackend
-from retrieval_backends.postgres.bm25 import (
+from knowledge.store.chunks import insert_chunks
+from knowledge.store.search.bm25 import (
     BM25_SQL,
     EXACT_SCORE,
     STORED_B,
@@ -83,7 +83,7 @@ def lane(scope: SearchScope, query: str, limit: int, params: BM25Params) -> list
 
 
 def write(document: Any, texts: list[str], private: set[int], start: int) -> list[int]:
-    stored = PostgresRetrievalBackend().insert_chunks(
+    stored = insert_chunks(
         [
             ChunkInput(
                 document_id=document.pk,

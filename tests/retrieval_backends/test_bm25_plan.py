@@ -18,8 +18,10 @@ import pytest
 from django.db import connection
 
 from knowledge.models import Tenant
-from retrieval_backends.postgres import PostgresRetrievalBackend, prepared
-from retrieval_backends.postgres.bm25 import BM25_SQL, BM25Params, _named_filter, statement_args
+from knowledge.store import prepared
+from knowledge.store.chunks import insert_chunks
+from knowledge.store.search.bm25 import BM25_SQL, BM25Params, _named_filter, statement_args
+from retrieval_backends.postgres import PostgresRetrievalBackend
 from retrieval_backends.types import ChunkInput, SearchScope
 from tests.factories import DocumentFactory
 
@@ -35,7 +37,7 @@ def bulk_load(tenant_id: int, chunks: int = 1500) -> None:
     document = DocumentFactory.create(connector__tenant=Tenant.objects.get(pk=tenant_id), is_public=True)
     rng = random.Random(7)
     weights = [1 / (rank + 1) for rank in range(len(WORDS))]
-    PostgresRetrievalBackend().insert_chunks(
+    insert_chunks(
         [
             ChunkInput(
                 document_id=document.pk,

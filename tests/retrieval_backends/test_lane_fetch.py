@@ -6,8 +6,9 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from retrieval_backends.postgres import PostgresRetrievalBackend, prepared
-from retrieval_backends.postgres.sql import lane_fetch, prepared_lane_fetch
+from knowledge.store import prepared
+from knowledge.store.sql import lane_fetch, prepared_lane_fetch
+from retrieval_backends.postgres.backend import _canceled
 
 
 def setting(name: str) -> str:
@@ -32,7 +33,7 @@ def check_lane_fetch() -> None:
     assert (setting("statement_timeout"), setting("enable_seqscan")) == before
     with pytest.raises(Exception) as raised:
         lane_fetch(50, [("SELECT pg_sleep(%s)", [0.5])])
-    assert PostgresRetrievalBackend().is_search_timeout(raised.value)
+    assert _canceled(raised.value)
     assert setting("statement_timeout") == before[0]
 
 
@@ -88,7 +89,7 @@ def check_prepared() -> None:
     assert run_prepared()[0] == expected
     with pytest.raises(Exception) as raised:  # a failure leaves the statements uncertain ...
         prepared_lane_fetch(50, [("SELECT pg_sleep(%s)", [0.5])])
-    assert PostgresRetrievalBackend().is_search_timeout(raised.value)
+    assert _canceled(raised.value)
     assert run_prepared()[0] == expected  # ... so they are read again from the server
 
 

@@ -14,9 +14,9 @@ from knowledge.services.deletion import connector_purge
 from knowledge.services.documents import document_hard_delete, document_set_acl, document_upsert
 from knowledge.services.index_sync import index_status
 from knowledge.services.index_sync.rebuild import index_rebuild
+from retrieval_backends.base import LaneTimedOut
 from retrieval_backends.opensearch import OpenSearchRetrievalBackend
-from retrieval_backends.opensearch.backend import LaneTimedOut
-from retrieval_backends.types import NeighborAnchor, SearchScope
+from retrieval_backends.types import SearchScope
 from tests.factories import ConnectorFactory, PrincipalFactory
 from tests.opensearch import URL, indexed_documents, opensearch_backend, settle
 
@@ -71,8 +71,6 @@ def test_forged_and_stale_records_are_never_served(opensearch_backend: OpenSearc
     found = texts(public(mine.tenant_id), lanes=("keyword",), limit=20)
     assert [doc for doc, _ in found] == [visible.pk]
     assert found[0][1] == f"{QUERY} visible"  # rehydrated from PostgreSQL, never the index's text
-    anchors = [NeighborAnchor(document_id=private.pk, chunk_index=0)]
-    assert backend.find_neighbors(public(mine.tenant_id), anchors, 2) == []
 
 
 def test_a_timed_out_response_is_never_used_silently(opensearch_backend: OpenSearchRetrievalBackend) -> None:
@@ -90,10 +88,8 @@ def test_a_timed_out_response_is_never_used_silently(opensearch_backend: OpenSea
             "function_score": {"query": {"match_all": {}}, "script_score": {"script": {"source": heavy}}}
         },
     }
-    with pytest.raises(LaneTimedOut) as caught:
+    with pytest.raises(LaneTimedOut, match="timed out"):
         backend._search(index, body)
-    assert backend.is_search_timeout(caught.value)
-    assert not backend.is_search_timeout(ValueError("boom"))
 
 
 def test_every_deletion_path_reaches_the_index(

@@ -1,36 +1,58 @@
-"""The PostgreSQL backend passes the shared contract suite."""
+"""The PostgreSQL backend passes the contract suite (retrieval_backends.testing)."""
 
 from __future__ import annotations
 
-import pytest
-from django.db import DatabaseError, connection, transaction
+import threading
+from collections.abc import Iterator
 
+import pytest
+from django.db import connection, transaction
+
+from knowledge.store.tables import CHUNK, EMBEDDING
 from retrieval_backends.postgres import PostgresRetrievalBackend
-from tests.contract.backend_contract import BackendContractTests
+from retrieval_backends.testing import DIM, BackendContract, basis, build_corpus
+from tests.api.test_outages import closed_port
 
 pytestmark = pytest.mark.django_db
 
 
-class TestPostgresBackend(BackendContractTests):
+class TestPostgresBackend(BackendContract):
     @pytest.fixture
     def backend(self) -> PostgresRetrievalBackend:
         return PostgresRetrievalBackend(lane_timeout_ms=5000, exact_scan_max_rows=15000)
 
     @pytest.fixture
-    def timeout_error(self) -> BaseException:
-        try:
+    def slow_backend(self) -> Iterator[PostgresRetrievalBackend]:
+        """Another session holds the search tables locked, so every lane statement waits past its budget."""
+        locked, release = threading.Event(), threading.Event()
+
+        def hold() -> None:
             with transaction.atomic(), connection.cursor() as cursor:
-                cursor.execute("SET LOCAL statement_timeout = 10")
-                cursor.execute("SELECT pg_sleep(1)")
-        except DatabaseError as exc:
-            return exc
-        raise AssertionError("pg_sleep was not cancelled")
+                cursor.execute(f"LOCK TABLE {CHUNK}, {EMBEDDING} IN ACCESS EXCLUSIVE MODE")
+                locked.set()
+                release.wait(30)
+            connection.close()
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        assert locked.wait(30)
+        yield PostgresRetrievalBackend(lane_timeout_ms=200)
+        release.set()
+        holder.join(30)
+
+    @pytest.fixture
+    def unreachable_backend(self) -> Iterator[PostgresRetrievalBackend]:
+        """The database itself is down (the driver connects to a port where nothing listens)."""
+        saved = connection.settings_dict["PORT"]
+        connection.close()
+        connection.settings_dict["PORT"] = str(closed_port())
+        yield PostgresRetrievalBackend()
+        connection.close()
+        connection.settings_dict["PORT"] = saved
 
 
 def test_hnsw_path_also_honours_filters() -> None:
     """With exact scans disabled the iterative HNSW path must still filter inside the query."""
-    from tests.contract.corpus import DIM, basis, build_corpus
-
     backend = PostgresRetrievalBackend(exact_scan_max_rows=0)
     corpus = build_corpus(backend)
     hits = backend.vector_search(corpus.bob_scope(), basis(1), DIM, 10)

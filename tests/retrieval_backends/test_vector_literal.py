@@ -8,7 +8,7 @@ import struct
 import pytest
 from django.db import connection
 
-from retrieval_backends.postgres.sql import vector_literal
+from knowledge.store.sql import vector_literal
 
 pytestmark = pytest.mark.django_db
 

@@ -15,8 +15,9 @@ import pytest
 from django.db import connection
 
 from knowledge.models import Chunk, ChunkEmbedding, Document
-from retrieval_backends.postgres import PostgresRetrievalBackend, vector
-from retrieval_backends.postgres.visibility import acl_share, estimate_visibility
+from knowledge.store.search import vector
+from knowledge.store.search.visibility import acl_share, estimate_visibility
+from retrieval_backends.postgres import PostgresRetrievalBackend
 from retrieval_backends.types import SearchScope
 from tests.factories import DocumentFactory
 

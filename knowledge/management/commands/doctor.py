@@ -9,7 +9,6 @@ from typing import Any
 import redis
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
-from django.db import connection
 
 from knowledge.checks import plugin_hint
 from knowledge.evals.datasets import is_eval_tenant
@@ -17,6 +16,10 @@ from knowledge.models import Tenant
 from knowledge.pipeline.active import active_embedder, active_spec
 from knowledge.pipeline.validation import validate_pipeline
 from knowledge.services.documents import CLIENT_MODEL
+from knowledge.store import diagnostics
+from knowledge.store.lookups import has_keyword_statistics, text_search_languages
+from knowledge.store.vectors import embedding_inventory
+from retrieval_backends.base import ExternalIndex
 from retrieval_backends.registry import get_backend
 
 
@@ -34,9 +37,7 @@ def _ok(subject: str, message: str) -> Finding:
 
 def check_database() -> list[Finding]:
     try:
-        with connection.cursor() as cursor:
-            cursor.execute("SHOW server_version")
-            (version,) = cursor.fetchone() or ("?",)
+        version = diagnostics.server_version()
     except Exception as exc:  # any failure to connect is the finding
         return [
             Finding(
@@ -68,8 +69,29 @@ def check_backend() -> list[Finding]:
     except Exception as exc:  # ImproperlyConfigured, BackendUnavailable, ...
         return [Finding("FAIL", "retrieval backend", f"{name}: {exc}", "check KNOWLEDGE_RETRIEVAL_BACKEND")]
     findings = [_ok("retrieval backend", f"{name} is healthy")]
-    findings += [Finding(*check) for check in backend.doctor_checks()]
+    findings += [Finding(*check) for check in (*diagnostics.pgvector_findings(), *backend.doctor_checks())]
+    if isinstance(backend, ExternalIndex):
+        findings += index_drift(backend)
     return findings
+
+
+def index_drift(backend: ExternalIndex) -> list[Finding]:
+    """Whether the index holds as many chunks per tenant as PostgreSQL."""
+    canonical, indexed = diagnostics.chunks_per_tenant(), backend.indexed_chunks_per_tenant()
+    slugs = dict(Tenant.objects.values_list("pk", "slug"))
+    fix = "run `manage.py index_sync` (or wait for the reconciler)"
+    findings = [
+        Finding(
+            "WARN",
+            "index drift",
+            f"tenant {slugs.get(tenant_id, tenant_id)}: the index holds {indexed.get(tenant_id, 0)} chunks, "
+            f"PostgreSQL {canonical.get(tenant_id, 0)}",
+            fix,
+        )
+        for tenant_id in sorted(set(canonical) | set(indexed))
+        if indexed.get(tenant_id, 0) != canonical.get(tenant_id, 0)
+    ]
+    return findings or [_ok("index drift", "the index holds as many chunks per tenant as PostgreSQL")]
 
 
 def check_plugins() -> list[Finding]:
@@ -85,11 +107,10 @@ def check_plugins() -> list[Finding]:
 
 
 def check_keyword_statistics() -> list[Finding]:
-    backend = get_backend()
     findings = []
     for tenant in Tenant.objects.order_by("slug"):
-        languages = backend.get_text_search_languages(tenant.pk, None)
-        if languages and not backend.has_keyword_statistics(tenant.pk, languages, None):
+        languages = text_search_languages(tenant.pk, None)
+        if languages and not has_keyword_statistics(tenant.pk, languages):
             findings.append(
                 Finding(
                     "WARN",
@@ -116,7 +137,7 @@ def check_embeddings() -> list[Finding]:
         f"run `manage.py reindex --embedder {spec}` to re-embed every chunk with it, or set "
         "KNOWLEDGE_EMBEDDER back to the embedder that wrote the stored vectors"
     )
-    rows = get_backend().embedding_inventory(embedder.name, embedder.dimension, [CLIENT_MODEL])
+    rows = embedding_inventory(embedder.name, embedder.dimension, [CLIENT_MODEL])
     findings = []
     for slug, embedded, current, others in rows:
         held = ", ".join(others or [])

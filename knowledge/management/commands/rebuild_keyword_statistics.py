@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from knowledge.models import KeywordStatistics, Tenant
-from retrieval_backends.registry import get_backend
+from knowledge.store.statistics import rebuild_keyword_statistics
 
 
 class Command(BaseCommand):
@@ -29,7 +29,8 @@ class Command(BaseCommand):
             tenant_id = tenant.pk
         started = time.monotonic()
         with transaction.atomic():
-            self.stdout.write(get_backend().rebuild_keyword_statistics(tenant_id))
+            rebuild_keyword_statistics(tenant_id=tenant_id)
+            self.stdout.write("BM25 statistics rebuilt")
         rows = KeywordStatistics.objects.all()
         if tenant_id is not None:
             rows = rows.filter(tenant_id=tenant_id)

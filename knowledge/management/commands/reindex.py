@@ -18,6 +18,7 @@ from knowledge.services.reindex import (
     reindex_prune,
     reindex_switch,
 )
+from retrieval_backends.base import is_external
 from retrieval_backends.registry import get_backend
 
 
@@ -50,11 +51,11 @@ class Command(BaseCommand):
             total=chunks_missing(model=embedder.name), unit="chunk", desc="re-embedding", disable=None
         ) as bar:
             done = reindex_backfill(job=job, batch_size=options["batch_size"], on_progress=bar.update)
-        if get_backend().requires_index_sync:  # the new vectors must be in the index before they serve
+        if is_external(get_backend()):  # the new vectors must be in the index before they serve
             self.stdout.write("pushing the new vectors to the index")
             index_reconcile(time_budget=None)
         reindex_switch(job=job)
-        if get_backend().requires_index_sync:
+        if is_external(get_backend()):
             index_reconcile(time_budget=None)
         self.stdout.write(f"embedded {done} chunks; {spec} is now the active embedder")
         if options["prune"]:

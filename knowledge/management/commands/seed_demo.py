@@ -10,7 +10,7 @@ from django.db import transaction
 
 from knowledge.models import ApiKey, Connector, Document, Environment, Principal, Tenant
 from knowledge.services.connector_sync import connector_sync
-from knowledge.services.documents import document_upsert
+from knowledge.services.documents import document_set_acl, document_upsert
 
 HANDBOOK = Path(__file__).resolve().parents[2] / "demo_data" / "handbook"
 
@@ -154,6 +154,18 @@ class Command(BaseCommand):
             connector.refresh_from_db()
         if connector.enabled and connector.config.get("path") == path:
             connector_sync(connector=connector)
+            _seed_admin_decision(connector)
+
+
+def _seed_admin_decision(connector: Connector) -> None:
+    """An admin's ACL override of one handbook page (engineering only), kept by its source id: the
+    document policies' list shows it, and it survives the page leaving the folder and coming back."""
+    document = Document.objects.filter(connector=connector, external_id="remote-work.md").first()
+    engineering = Principal.objects.filter(
+        tenant_id=connector.tenant_id, kind="group", external_id="engineering"
+    )
+    if document is not None and not document.acl_overridden and engineering.exists():
+        document_set_acl(document=document, is_public=False, principals=list(engineering), actor="admin:demo")
 
 
 def _stale_demo_path(configured: object, current: str) -> bool:

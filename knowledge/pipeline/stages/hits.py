@@ -24,6 +24,7 @@ from knowledge.pipeline.rerankers.base import Reranker
 from knowledge.pipeline.rerankers.none import NoReranker
 from knowledge.pipeline.stages.base import HitStage, StageError
 from knowledge.pipeline.stages.types import StageContext, StageHit
+from knowledge.store.vectors import get_chunk_vectors
 
 SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 WORD = re.compile(r"\w+")
@@ -156,9 +157,7 @@ def _vectors(hits: Sequence[StageHit], context: StageContext) -> np.ndarray | No
     query = context.query
     if query.embedding is None:
         return None
-    from retrieval_backends.registry import get_backend
-
-    found = get_backend().get_chunk_vectors([h.chunk_id for h in hits], len(query.embedding), query.model)
+    found = get_chunk_vectors([h.chunk_id for h in hits], len(query.embedding), query.model)
     if len(found) < len(hits):
         return None
     matrix = np.array([found[h.chunk_id] for h in hits], dtype=float)
@@ -292,9 +291,7 @@ class RerankerStage(_LayerStage):
         reranker = self._layer()
         pool = list(hits)
         if reranker.needs_embeddings and context.query.embedding is not None:
-            from retrieval_backends.registry import get_backend
-
-            found = get_backend().get_chunk_vectors(
+            found = get_chunk_vectors(
                 [h.chunk_id for h in pool], len(context.query.embedding), context.query.model
             )
             pool = [replace(h, embedding=found.get(h.chunk_id)) for h in pool]

@@ -20,6 +20,7 @@ from django.utils import timezone
 from knowledge.models import IndexTombstone
 from knowledge.services.index_sync.locks import index_push
 from knowledge.services.index_sync.snapshot import read_snapshot
+from retrieval_backends.base import ExternalIndex
 from retrieval_backends.registry import get_backend
 
 MAX_RETRY_SECONDS = 3600
@@ -75,12 +76,13 @@ def documents_push(*, document_ids: Sequence[int], force: bool = False) -> PushO
     nothing), unless `force`.
     """
     backend = get_backend()
-    snapshot = read_snapshot(document_ids=document_ids, with_chunks=backend.mirrors_content)
+    external = backend if isinstance(backend, ExternalIndex) else None
+    snapshot = read_snapshot(document_ids=document_ids, with_chunks=external is not None)
     outcome = PushOutcome()
     states = [s for s in snapshot.states if force or s.document_id not in snapshot.clean]
-    if backend.requires_index_sync and states:
+    if external is not None and states:
         with index_push():
-            outcome.failed = dict(backend.sync_document_access(states))
+            outcome.failed = dict(external.sync_document_access(states))
     pushed = {s.document_id for s in states} - set(outcome.failed)
     mark_clean({pk: snapshot.versions[pk] for pk in pushed})
     mark_failed(outcome.failed)
@@ -96,7 +98,7 @@ def tombstones_push(*, document_ids: Sequence[int]) -> PushOutcome:
     backend = get_backend()
     ids = sorted(set(document_ids))
     failed: dict[int, str] = {}
-    if backend.requires_index_sync and ids:
+    if isinstance(backend, ExternalIndex) and ids:
         versions = dict(
             IndexTombstone.objects.filter(document_id__in=ids).values_list("document_id", "version")
         )

@@ -18,7 +18,7 @@ from knowledge.models import ChunkEmbedding, Document
 from knowledge.services.index_sync.locks import index_exclusive
 from knowledge.services.index_sync.push import mark_clean
 from knowledge.services.index_sync.snapshot import read_snapshot
-from retrieval_backends.base import BackendError
+from retrieval_backends.base import BackendError, ExternalIndex
 from retrieval_backends.registry import get_backend
 
 
@@ -35,7 +35,7 @@ class RebuildStats:
 
 def index_rebuild(*, batch_size: int = 200, on_progress: Callable[[int], None] | None = None) -> RebuildStats:
     backend = get_backend()
-    if not backend.requires_index_sync:
+    if not isinstance(backend, ExternalIndex):
         return RebuildStats(
             message=f"the {backend.name} backend searches PostgreSQL itself; nothing to rebuild"
         )
@@ -44,10 +44,8 @@ def index_rebuild(*, batch_size: int = 200, on_progress: Callable[[int], None] |
             raise RebuildFailed("pushes kept the index busy for a minute; try again")
         dimensions = sorted(set(ChunkEmbedding.objects.values_list("dimensions", flat=True).distinct()))
         generation = backend.start_index_generation(dimensions)
-        if generation is None:
-            return RebuildStats(message=f"the {backend.name} backend has no index to rebuild")
         try:
-            count = _fill(generation, batch_size, on_progress)
+            count = _fill(backend, generation, batch_size, on_progress)
             backend.activate_index_generation(generation)
         except Exception:
             backend.abandon_index_generation(generation)
@@ -55,8 +53,10 @@ def index_rebuild(*, batch_size: int = 200, on_progress: Callable[[int], None] |
     return RebuildStats(generation, count, f"generation {generation} serves {count} documents")
 
 
-def _fill(generation: int, batch_size: int, on_progress: Callable[[int], None] | None) -> int:
-    backend, last, count = get_backend(), 0, 0
+def _fill(
+    backend: ExternalIndex, generation: int, batch_size: int, on_progress: Callable[[int], None] | None
+) -> int:
+    last, count = 0, 0
     while ids := list(
         Document.objects.filter(pk__gt=last).order_by("pk").values_list("pk", flat=True)[:batch_size]
     ):

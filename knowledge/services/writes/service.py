@@ -20,10 +20,11 @@ from knowledge.errors import KnowledgeError, PayloadTooLarge
 from knowledge.models import Connector, Document
 from knowledge.pipeline.active import active_embedder
 from knowledge.pipeline.embedders.base import Embedder
-from knowledge.services.table_statistics import tables_analyze_after_bulk_write
 from knowledge.services.writes.apply import Applied, apply_batch
 from knowledge.services.writes.prepare import Prepared, prepare
 from knowledge.services.writes.validate import BatchContext, Resolved, validate_batch
+from knowledge.store.chunks import count_document_chunks
+from knowledge.store.statistics import tables_analyze_after_bulk_write
 
 logger = logging.getLogger(__name__)
 UNINDEXABLE = (
@@ -199,7 +200,5 @@ def source_write(*, connector: Connector, source: SourceDocument) -> tuple[Docum
     """Write one document strictly: (document, created, re-chunked, chunk count); raises on bad input."""
     stats = documents_write(connector=connector, documents=[source], strict=True)
     document = stats.documents_by_id[source.external_id]
-    from retrieval_backends.registry import get_backend
-
-    count = get_backend().count_document_chunks(document.pk)
+    count = count_document_chunks(document.pk)
     return document, stats.created == 1, source.external_id in stats.rechunked, count

@@ -14,8 +14,8 @@ from knowledge.errors import InvalidInput, KnowledgeError, PayloadTooLarge
 from knowledge.json_values import json_problem
 from knowledge.models import Connector, Document, Environment
 from knowledge.services.acl import MAX_ACL_NAMES, connector_default_acl
-from retrieval_backends.base import vector_problem
-from retrieval_backends.registry import get_backend
+from knowledge.store.lookups import supported_languages
+from retrieval_backends.types import vector_problem
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ def content_hash(content: str) -> str:
 
 def text_search_languages() -> set[str]:
     """The languages documents may use (the backend's text-search configurations)."""
-    return get_backend().supported_languages()
+    return supported_languages()
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Chunk and embedding writes for the PostgreSQL backend."""
+"""Chunk and vector writes of the canonical store (what the write service and the reindex call)."""
 
 from __future__ import annotations
 
@@ -9,22 +9,10 @@ from typing import Any
 from django.db import connection, transaction
 
 from knowledge.models import Chunk
-from retrieval_backends.base import validate_dimensions
-from retrieval_backends.postgres.bm25 import TERMS
-from retrieval_backends.postgres.sql import CHUNK, EMBEDDING, vector_literal
-from retrieval_backends.types import ChunkInput, EmbeddingUpdate, StoredChunk
-
-
-def to_stored(chunk: Chunk) -> StoredChunk:
-    return StoredChunk(
-        id=chunk.pk,
-        document_id=chunk.document_id,
-        chunk_index=chunk.chunk_index,
-        content=chunk.content,
-        parent_index=chunk.parent_index,
-        token_count=chunk.token_count,
-    )
-
+from knowledge.store.lookups import LOOKUPS
+from knowledge.store.sql import CHUNK, EMBEDDING, vector_literal
+from knowledge.store.tables import TERMS
+from retrieval_backends.types import ChunkInput, EmbeddingUpdate, StoredChunk, validate_dimensions
 
 INSERT_CHUNKS = f"""
 INSERT INTO {CHUNK}
@@ -61,9 +49,10 @@ ON CONFLICT (tenant_id, language, lexeme) DO NOTHING
 def insert_chunks(chunks: Sequence[ChunkInput]) -> list[StoredChunk]:
     """Insert chunks in one statement with their tsvectors and lexeme counts (BM25 statistics follow
     by trigger, BM25 weights by the row trigger once their terms exist); returns them in input
-    order."""
+    order, with ids."""
     if not chunks:
         return []
+    LOOKUPS.written()
     columns: list[Any] = [
         [c.document_id for c in chunks],
         [c.chunk_index for c in chunks],
@@ -118,10 +107,15 @@ ON CONFLICT (chunk_id, model) DO UPDATE
 
 
 def index_embeddings(updates: Sequence[EmbeddingUpdate], dimensions: int) -> int:
-    """Upsert vectors; filter columns are copied from the chunk in the same statement."""
+    """Upsert vectors (one per chunk and model); filter columns are copied from the chunk in the same
+    statement. Vectors of other dimensions stay. Returns the count written.
+
+    :raises ValueError: when a vector's length differs from `dimensions` or it cannot be stored.
+    """
     validate_dimensions(updates, dimensions)
     if not updates:
         return 0
+    LOOKUPS.written()
     with connection.cursor() as cursor:
         cursor.execute(
             UPSERT_EMBEDDINGS,
@@ -136,7 +130,8 @@ def index_embeddings(updates: Sequence[EmbeddingUpdate], dimensions: int) -> int
 
 
 def delete_document_chunks(document_id: int) -> int:
-    """Delete a document's vectors and chunks; returns the number of chunks deleted."""
+    """Delete a document's vectors and chunks; returns the number of chunks deleted. Idempotent."""
+    LOOKUPS.written()
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             f"DELETE FROM {EMBEDDING} WHERE chunk_id IN (SELECT id FROM {CHUNK} WHERE document_id = %s)",
@@ -151,6 +146,7 @@ def delete_documents_chunks(document_ids: Sequence[int]) -> int:
     ids = list(document_ids)
     if not ids:
         return 0
+    LOOKUPS.written()
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             f"DELETE FROM {EMBEDDING} WHERE chunk_id IN (SELECT id FROM {CHUNK} WHERE document_id = ANY(%s))",
@@ -158,3 +154,14 @@ def delete_documents_chunks(document_ids: Sequence[int]) -> int:
         )
         cursor.execute(f"DELETE FROM {CHUNK} WHERE document_id = ANY(%s)", [ids])
         return cursor.rowcount
+
+
+def count_document_chunks(document_id: int) -> int:
+    """How many chunks the document has."""
+    return Chunk.objects.filter(document_id=document_id).count()
+
+
+def lock_chunk_writes() -> None:
+    """Block chunk inserts, updates and deletes until the caller's transaction ends (a reindex switch)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"LOCK TABLE {CHUNK} IN SHARE MODE")

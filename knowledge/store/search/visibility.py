@@ -21,7 +21,7 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any
 
-from retrieval_backends.postgres.sql import EMBEDDING, lane_fetch, scope_filter
+from knowledge.store.sql import EMBEDDING, lane_fetch, scope_filter
 from retrieval_backends.types import SearchScope
 
 ACL_STATISTICS = "knowledge_chunkembedding_tenant_acl"

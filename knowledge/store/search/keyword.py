@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from retrieval_backends.base import keyword_lane_can_match
-from retrieval_backends.postgres.sql import CHUNK, DOCUMENT, lane_fetch, rows_to_hits, scope_filter
-from retrieval_backends.types import LaneHit, SearchScope
+from knowledge.store.sql import CHUNK, DOCUMENT, lane_fetch, rows_to_hits, scope_filter
+from retrieval_backends.types import LaneHit, SearchScope, keyword_lane_can_match
 
 # AND semantics (plainto/websearch_to_tsquery) match nothing for most natural-language questions, so
 # every query lexeme is OR-ed; ranking then rewards chunks that match more, and rarer, terms.

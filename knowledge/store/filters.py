@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from retrieval_backends.postgres.sql import CHUNK, EMBEDDING
+from knowledge.store.sql import CHUNK, EMBEDDING
 from retrieval_backends.types import DocumentState
 
 STATES = """unnest(%s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[], %s::bool[], %s::text[])

@@ -9,12 +9,9 @@ from typing import Any
 from django.db import DatabaseError, connection, transaction
 from psycopg.errors import InvalidSqlStatementName
 
-from retrieval_backends.postgres import prepared
+from knowledge.store import prepared
+from knowledge.store.tables import CHUNK, DOCUMENT, EMBEDDING
 from retrieval_backends.types import PAGE_UNKNOWN, PARENT_UNKNOWN, AccessScope, LaneHit
-
-CHUNK = "knowledge_chunk"
-EMBEDDING = "knowledge_chunkembedding"
-DOCUMENT = "knowledge_document"
 
 
 def scope_filter(alias: str, scope: AccessScope) -> tuple[str, list[Any]]:

@@ -21,9 +21,9 @@ import math
 from collections.abc import Sequence
 
 from knowledge.models.documents import INDEXED_DIMENSIONS
-from retrieval_backends.base import vector_lane_can_match
-from retrieval_backends.lookup_cache import LookupCache
-from retrieval_backends.postgres.sql import (
+from knowledge.store.lookup_cache import LookupCache
+from knowledge.store.search.visibility import Visibility, candidate_where, estimate_visibility
+from knowledge.store.sql import (
     CHUNK,
     EMBEDDING,
     lane_fetch,
@@ -31,8 +31,7 @@ from retrieval_backends.postgres.sql import (
     text_join,
     vector_literal,
 )
-from retrieval_backends.postgres.visibility import Visibility, candidate_where, estimate_visibility
-from retrieval_backends.types import LaneHit, SearchScope
+from retrieval_backends.types import LaneHit, SearchScope, vector_lane_can_match
 
 MIN_EF_SEARCH = 40
 MAX_EF_SEARCH = 1000

@@ -44,12 +44,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from knowledge.models.documents import TENANT_LEXEMES_FUNCTION
-from retrieval_backends.lookup_cache import LookupCache
-from retrieval_backends.postgres.sql import CHUNK, prepared_lane_fetch, rows_to_hits, scope_filter, text_join
+from knowledge.store.lookup_cache import LookupCache
+from knowledge.store.sql import CHUNK, prepared_lane_fetch, rows_to_hits, scope_filter, text_join
+from knowledge.store.tables import STATISTICS as STATS
+from knowledge.store.tables import TERMS
 from retrieval_backends.types import LaneHit, SearchScope
-
-STATS = "knowledge_keywordstatistics"
-TERMS = "knowledge_keywordterm"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,87 @@
+"""Vectors of the canonical store: writes, reads for stages and pushes, and the reindex's questions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import connection
+
+from knowledge.models import ChunkEmbedding
+from knowledge.store.chunks import index_embeddings
+from knowledge.store.lookups import LOOKUPS
+from knowledge.store.tables import CHUNK, EMBEDDING, TENANT
+
+__all__ = [
+    "chunks_missing_embedding",
+    "count_chunks_missing_embedding",
+    "embedding_inventory",
+    "get_chunk_vectors",
+    "index_embeddings",
+    "prune_embeddings",
+]
+
+MISSING = f"""
+SELECT c.id, c.content FROM {CHUNK} c
+WHERE c.id > %s AND NOT EXISTS (SELECT 1 FROM {EMBEDDING} e WHERE e.chunk_id = c.id AND e.model = %s)
+ORDER BY c.id LIMIT %s
+"""
+COUNT_MISSING = (
+    f"SELECT count(*) FROM {CHUNK} c WHERE NOT EXISTS "
+    f"(SELECT 1 FROM {EMBEDDING} e WHERE e.chunk_id = c.id AND e.model = %s)"
+)
+INVENTORY = f"""
+SELECT t.slug,
+       count(DISTINCT e.chunk_id),
+       count(DISTINCT e.chunk_id) FILTER (WHERE e.model = %(model)s AND e.dimensions = %(dimensions)s),
+       array_agg(DISTINCT e.model || ' (' || e.dimensions || ' dimensions)')
+           FILTER (WHERE e.model <> %(model)s OR e.dimensions <> %(dimensions)s)
+FROM {EMBEDDING} e JOIN {TENANT} t ON t.id = e.tenant_id
+WHERE e.model <> ALL(%(ignored)s) AND NOT e.is_deleted
+GROUP BY t.slug ORDER BY t.slug
+"""
+
+
+def chunks_missing_embedding(model: str, after_id: int, limit: int) -> list[tuple[int, str]]:
+    """(chunk id, text) of up to `limit` chunks after `after_id` with no vector of `model`, by id."""
+    with connection.cursor() as cursor:
+        cursor.execute(MISSING, [after_id, model, limit])
+        return [(int(pk), str(content)) for pk, content in cursor.fetchall()]
+
+
+def count_chunks_missing_embedding(model: str) -> int:
+    """How many chunks have no vector of `model` (a reindex may switch when this is 0)."""
+    with connection.cursor() as cursor:
+        cursor.execute(COUNT_MISSING, [model])
+        return int(cursor.fetchone()[0])
+
+
+def prune_embeddings(keep_models: Sequence[str]) -> int:
+    """Delete every vector of models not in `keep_models`; returns how many went."""
+    LOOKUPS.written()
+    deleted, _ = ChunkEmbedding.objects.exclude(model__in=list(keep_models)).delete()
+    return deleted
+
+
+def get_chunk_vectors(
+    chunk_ids: Sequence[int], dimensions: int, model: str | None
+) -> dict[int, tuple[float, ...]]:
+    """Stored vectors of these chunks with this dimension (and model); chunks without one are absent."""
+    if not chunk_ids:
+        return {}
+    sql = f"SELECT chunk_id, embedding::text FROM {EMBEDDING} WHERE chunk_id = ANY(%s) AND dimensions = %s"
+    params: list[Any] = [list(chunk_ids), dimensions]
+    if model is not None:
+        sql += " AND model = %s"
+        params.append(model)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return {chunk_id: tuple(json.loads(text)) for chunk_id, text in cursor.fetchall()}
+
+
+def embedding_inventory(model: str, dimensions: int, ignored: Sequence[str]) -> list[tuple[Any, ...]]:
+    """Per tenant: (slug, chunks with any vector, chunks with `model`'s, the other models stored)."""
+    with connection.cursor() as cursor:
+        cursor.execute(INVENTORY, {"model": model, "dimensions": dimensions, "ignored": list(ignored)})
+        return list(cursor.fetchall())

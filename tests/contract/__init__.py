@@ -1,1 +1,0 @@
-"""The shared retrieval-backend contract suite."""
