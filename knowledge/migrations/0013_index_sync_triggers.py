@@ -11,82 +11,19 @@
 
 from django.db import migrations
 
-BUMP_ON_UPDATE = """
-CREATE OR REPLACE FUNCTION knowledge_document_bump() RETURNS trigger AS $$
-BEGIN
-    IF (NEW.is_public, NEW.environment_id, NEW.deleted_at IS NULL, NEW.content_hash, NEW.title,
-        NEW.language, NEW.connector_id, NEW.tenant_id)
-       IS DISTINCT FROM
-       (OLD.is_public, OLD.environment_id, OLD.deleted_at IS NULL, OLD.content_hash, OLD.title,
-        OLD.language, OLD.connector_id, OLD.tenant_id) THEN
-        IF OLD.index_bumped_by IS DISTINCT FROM pg_current_xact_id()::text THEN
-            NEW.index_version := greatest(NEW.index_version, OLD.index_version + 1);
-            NEW.index_changed_at := now();
-            NEW.index_bumped_by := pg_current_xact_id()::text;
-        END IF;
-    END IF;
-    RETURN NEW;
-END $$ LANGUAGE plpgsql;
-DROP TRIGGER IF EXISTS knowledge_document_bump ON knowledge_document;
-CREATE TRIGGER knowledge_document_bump BEFORE UPDATE ON knowledge_document
-    FOR EACH ROW EXECUTE FUNCTION knowledge_document_bump();
-"""
+from knowledge.sql import sql
 
-# Statement-level, with transition tables: one UPDATE per statement, however many rows it touched.
-BUMP_FROM = """
-CREATE OR REPLACE FUNCTION knowledge_bump_{name}() RETURNS trigger AS $$
-BEGIN
-    UPDATE knowledge_document
-    SET index_version = index_version + 1, index_changed_at = now(), index_bumped_by = pg_current_xact_id()::text
-    WHERE id IN (SELECT DISTINCT document_id FROM changed)
-      AND index_bumped_by IS DISTINCT FROM pg_current_xact_id()::text;
-    RETURN NULL;
-END $$ LANGUAGE plpgsql;
-DROP TRIGGER IF EXISTS knowledge_bump_{name}_ins ON {table};
-DROP TRIGGER IF EXISTS knowledge_bump_{name}_del ON {table};
-CREATE TRIGGER knowledge_bump_{name}_ins AFTER INSERT ON {table}
-    REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION knowledge_bump_{name}();
-CREATE TRIGGER knowledge_bump_{name}_del AFTER DELETE ON {table}
-    REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION knowledge_bump_{name}();
-"""
+# Statement-level triggers (transition tables) bump once per statement, however many rows it touched;
+# vectors belong to chunks, so a new, replaced or pruned vector bumps its chunk's document.
+# The tombstone's trigger has a file of its own: migration 0021 replaces the function alone.
+FORWARD = [
+    sql("document_bump", 1),
+    sql("document_tombstone", 1) + sql("document_tombstone_trigger", 1),
+    sql("bump_vectors", 1),
+    sql("bump_grants", 1),
+    sql("bump_chunks", 1),
+]
 SOURCES = {"grants": "knowledge_document_allowed_principals", "chunks": "knowledge_chunk"}
-
-# Vectors belong to chunks: a new, replaced or pruned vector changes what its document's index holds.
-BUMP_FROM_VECTORS = """
-CREATE OR REPLACE FUNCTION knowledge_bump_vectors() RETURNS trigger AS $$
-BEGIN
-    UPDATE knowledge_document
-    SET index_version = index_version + 1, index_changed_at = now(), index_bumped_by = pg_current_xact_id()::text
-    WHERE id IN (SELECT DISTINCT c.document_id FROM knowledge_chunk c JOIN changed v ON v.chunk_id = c.id)
-      AND index_bumped_by IS DISTINCT FROM pg_current_xact_id()::text;
-    RETURN NULL;
-END $$ LANGUAGE plpgsql;
-DROP TRIGGER IF EXISTS knowledge_bump_vectors_ins ON knowledge_chunkembedding;
-DROP TRIGGER IF EXISTS knowledge_bump_vectors_upd ON knowledge_chunkembedding;
-DROP TRIGGER IF EXISTS knowledge_bump_vectors_del ON knowledge_chunkembedding;
-CREATE TRIGGER knowledge_bump_vectors_ins AFTER INSERT ON knowledge_chunkembedding
-    REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION knowledge_bump_vectors();
-CREATE TRIGGER knowledge_bump_vectors_upd AFTER UPDATE ON knowledge_chunkembedding
-    REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION knowledge_bump_vectors();
-CREATE TRIGGER knowledge_bump_vectors_del AFTER DELETE ON knowledge_chunkembedding
-    REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION knowledge_bump_vectors();
-"""
-
-TOMBSTONE = """
-CREATE OR REPLACE FUNCTION knowledge_document_tombstone() RETURNS trigger AS $$
-BEGIN
-    INSERT INTO knowledge_indextombstone (document_id, tenant_id, connector_id, created_at, attempts, last_error)
-    SELECT id, tenant_id, connector_id, now(), 0, '' FROM gone
-    ON CONFLICT (document_id) DO NOTHING;
-    RETURN NULL;
-END $$ LANGUAGE plpgsql;
-DROP TRIGGER IF EXISTS knowledge_document_tombstone ON knowledge_document;
-CREATE TRIGGER knowledge_document_tombstone AFTER DELETE ON knowledge_document
-    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION knowledge_document_tombstone();
-"""
-
-FORWARD = [BUMP_ON_UPDATE, TOMBSTONE, BUMP_FROM_VECTORS]
-FORWARD += [BUMP_FROM.format(name=n, table=t) for n, t in SOURCES.items()]
 BACKWARD = [
     "DROP TRIGGER IF EXISTS knowledge_bump_vectors_ins ON knowledge_chunkembedding;",
     "DROP TRIGGER IF EXISTS knowledge_bump_vectors_upd ON knowledge_chunkembedding;",

@@ -8,11 +8,7 @@ import django.contrib.postgres.indexes
 import django.db.models.expressions
 from django.db import migrations
 
-FUNCTION = """
-CREATE OR REPLACE FUNCTION knowledge_tenant_lexemes(tenant bigint, vector tsvector) RETURNS tsvector
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-AS $$ SELECT array_to_tsvector(ARRAY(SELECT tenant || ':' || lexeme FROM unnest(tsvector_to_array(vector)) AS lexeme)) $$
-"""
+from knowledge.sql import sql
 
 
 class Migration(migrations.Migration):
@@ -21,7 +17,9 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.RunSQL(FUNCTION, "DROP FUNCTION IF EXISTS knowledge_tenant_lexemes(bigint, tsvector)"),
+        migrations.RunSQL(
+            sql("tenant_lexemes", 1), "DROP FUNCTION IF EXISTS knowledge_tenant_lexemes(bigint, tsvector)"
+        ),
         migrations.AddIndex(
             model_name="chunk",
             index=django.contrib.postgres.indexes.GinIndex(

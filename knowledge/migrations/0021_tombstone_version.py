@@ -3,26 +3,7 @@ over any push of an older state that lands after it."""
 
 from django.db import migrations, models
 
-TOMBSTONE = """
-CREATE OR REPLACE FUNCTION knowledge_document_tombstone() RETURNS trigger AS $$
-BEGIN
-    INSERT INTO knowledge_indextombstone
-        (document_id, tenant_id, connector_id, version, created_at, attempts, last_error)
-    SELECT id, tenant_id, connector_id, index_version + 1, now(), 0, '' FROM gone
-    ON CONFLICT (document_id) DO NOTHING;
-    RETURN NULL;
-END $$ LANGUAGE plpgsql;
-"""
-
-PREVIOUS = """
-CREATE OR REPLACE FUNCTION knowledge_document_tombstone() RETURNS trigger AS $$
-BEGIN
-    INSERT INTO knowledge_indextombstone (document_id, tenant_id, connector_id, created_at, attempts, last_error)
-    SELECT id, tenant_id, connector_id, now(), 0, '' FROM gone
-    ON CONFLICT (document_id) DO NOTHING;
-    RETURN NULL;
-END $$ LANGUAGE plpgsql;
-"""
+from knowledge.sql import sql
 
 
 class Migration(migrations.Migration):
@@ -34,5 +15,5 @@ class Migration(migrations.Migration):
             name="version",
             field=models.BigIntegerField(db_default=0, default=0),
         ),
-        migrations.RunSQL(TOMBSTONE, PREVIOUS),
+        migrations.RunSQL(sql("document_tombstone", 2), sql("document_tombstone", 1)),
     ]

@@ -5,21 +5,8 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
-# Policy grants never cross tenants (as every other grant: migration 0011).
-TENANT_CHECK = """
-CREATE OR REPLACE FUNCTION knowledge_documentpolicy_principals_tenant_check() RETURNS trigger AS $$
-BEGIN
-    PERFORM knowledge_same_tenant('a document policy grant',
-        (SELECT c.tenant_id FROM knowledge_documentpolicy p JOIN knowledge_connector c ON c.id = p.connector_id
-         WHERE p.id = NEW.documentpolicy_id),
-        (SELECT tenant_id FROM knowledge_principal WHERE id = NEW.principal_id));
-    RETURN NEW;
-END $$ LANGUAGE plpgsql;
-DROP TRIGGER IF EXISTS knowledge_documentpolicy_principals_tenant_check ON knowledge_documentpolicy_principals;
-CREATE TRIGGER knowledge_documentpolicy_principals_tenant_check
-    BEFORE INSERT OR UPDATE ON knowledge_documentpolicy_principals
-    FOR EACH ROW EXECUTE FUNCTION knowledge_documentpolicy_principals_tenant_check();
-"""
+from knowledge.sql import sql
+
 DROP_TENANT_CHECK = (
     "DROP TRIGGER IF EXISTS knowledge_documentpolicy_principals_tenant_check ON knowledge_documentpolicy_principals;"
     " DROP FUNCTION IF EXISTS knowledge_documentpolicy_principals_tenant_check();"
@@ -92,6 +79,7 @@ class Migration(migrations.Migration):
                 ],
             },
         ),
-        migrations.RunSQL(TENANT_CHECK, DROP_TENANT_CHECK),
+        # Policy grants never cross tenants (as every other grant: migration 0011).
+        migrations.RunSQL(sql("documentpolicy_principals_tenant_check", 1), DROP_TENANT_CHECK),
         migrations.RunPython(backfill, migrations.RunPython.noop),
     ]
