@@ -54,7 +54,7 @@ class Migration(migrations.Migration):
 
     operations = [
         # bm25_weights: at most 500 terms (8 bytes each: 4 kB in the row), numbered below 1,000,000,000,
-        # pgvector's largest sparsevec dimension (DIMENSIONS in retrieval_backends/postgres/bm25.py).
+        # pgvector's largest sparsevec dimension (DIMENSIONS in knowledge/store/search/bm25.py).
         migrations.RunSQL(COLUMNS + sql("bm25_weights", 1) + sql("chunk_bm25_weights", 1), DROP),
         migrations.RunPython(fill, migrations.RunPython.noop),
     ]

@@ -1,5 +1,5 @@
 """Extended statistics on the vector table, so the vector lane's visibility estimates hold when
-tenants share the database (see `retrieval_backends.postgres.visibility`).
+tenants share the database (see `knowledge.store.search.visibility`).
 
 - `knowledge_chunkembedding_space` (dependencies, mcv) on tenant, connector, dimensions, model and
   the soft-delete flag: a tenant's rows carry their own connectors and models, which the planner
