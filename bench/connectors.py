@@ -84,7 +84,7 @@ def write(listing: Any) -> tuple[Any, Any]:
 
 
 def searches(connector: Any) -> dict[str, Any]:
-    from knowledge.selectors.search import search_chunks
+    from knowledge.search import search_chunks
     from retrieval_backends.types import SearchScope
 
     scope = SearchScope(

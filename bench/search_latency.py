@@ -373,7 +373,7 @@ def scope_for(tenant_id: int, group: str) -> Any:
 
 def service_paths(scope: Any) -> dict[str, Callable[[Any], Any]]:
     """The backend's lanes and the hybrid search, whichever backend is configured."""
-    from knowledge.selectors.search import search_chunks
+    from knowledge.search import search_chunks
     from retrieval_backends.registry import get_backend
 
     backend = get_backend()

@@ -102,6 +102,8 @@ CELERY_BEAT_SCHEDULE = {
 # --- Retrieval ---------------------------------------------------------------------------------------
 RETRIEVAL_BACKEND_NAME = env.str("KNOWLEDGE_RETRIEVAL_BACKEND", default="postgres").strip()
 KNOWLEDGE_LANE_TIMEOUT_MS = cfg.positive_int("KNOWLEDGE_LANE_TIMEOUT_MS", 2000)
+# A whole search's time budget (its lanes, planned queries and stages; LLM stages included).
+KNOWLEDGE_SEARCH_DEADLINE_MS = cfg.positive_int("KNOWLEDGE_SEARCH_DEADLINE_MS", 20000)
 # Each backend gets only its own options (like Django's STORAGES aliases).
 RETRIEVAL_BACKENDS: dict[str, dict[str, Any]] = {
     "postgres": {

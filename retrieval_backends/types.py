@@ -4,10 +4,28 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+# ACL tokens, the one vocabulary of access the index filters on: `public`, `u:<principal id>` for a
+# user, `g:<principal id>` for a group. Built and parsed only here.
 PUBLIC_TOKEN = "public"
+USER_PREFIX, GROUP_PREFIX = "u:", "g:"
+
+
+def principal_token(*, is_user: bool, principal_id: int) -> str:
+    """The token chunks carry when this principal is granted access."""
+    return f"{USER_PREFIX if is_user else GROUP_PREFIX}{principal_id}"
+
+
+def principal_ids_of(tokens: Iterable[str]) -> list[int]:
+    """The principal ids named by user and group tokens (`public` and anything malformed ignored)."""
+    found = []
+    for token in tokens:
+        number = token[2:]
+        if token[:2] in (USER_PREFIX, GROUP_PREFIX) and number.isascii() and number.isdigit():
+            found.append(int(number))
+    return found
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -38,9 +38,12 @@ pg_install() {
   if ! cmp -s "$src" "$(pg0_bin)"; then install -m 755 -o "$PG_USER" "$src" "$(pg0_bin)"; fi
 }
 
+# The postmaster's own PID file, not `pg0 info`: that reads pg0's shared state, which another
+# checkout's pg0 start or stop may be rewriting at that moment (seen as a false "down").
 pg_running() {
-  [ -x "$(pg0_bin)" ] || return 1
-  runuser -u "$PG_USER" -- "$(pg0_bin)" info --name "$PG_NAME" -o json 2>/dev/null | grep -q '"running": *true'
+  local pidfile="$PG_HOME/.pg0/instances/$PG_NAME/data/postmaster.pid"
+  [ -f "$pidfile" ] || return 1
+  kill -0 "$(head -n 1 "$pidfile")" 2>/dev/null
 }
 
 pg_up() {

@@ -9,7 +9,7 @@ from django.test import Client
 
 from knowledge.pipeline.active import forget_active_embedder
 from knowledge.pipeline.registry import reset_pipeline
-from knowledge.selectors.search import close_lane_connections
+from knowledge.search.executor import close_search_connections
 from retrieval_backends.registry import reset_backend
 from tests.factories import UserFactory
 
@@ -29,7 +29,7 @@ def _fresh_registries() -> Iterator[None]:
 def _close_lane_connections(django_db_setup: None) -> Iterator[None]:
     """Search lanes keep connections in pool threads; close them before the test database is dropped."""
     yield
-    close_lane_connections()
+    close_search_connections()
 
 
 @pytest.fixture

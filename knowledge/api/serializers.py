@@ -8,6 +8,7 @@ from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from knowledge.access.principals import MAX_ACL_NAMES
 from knowledge.api.fields import (
     JsonObjectField,
     StageSpecField,
@@ -21,7 +22,6 @@ from knowledge.api.fields import (
 )
 from knowledge.models import Document
 from knowledge.pipeline.stages.registry import MAX_REQUEST_STAGES
-from knowledge.services.acl import MAX_ACL_NAMES
 from retrieval_backends.types import vector_problem
 
 

@@ -31,6 +31,7 @@ from knowledge.errors import NotFound
 from knowledge.models import Document
 from knowledge.pipeline.registry import configured_name
 from knowledge.pipeline.stages.registry import request_stages
+from knowledge.search import SearchHit, search_chunks
 from knowledge.selectors.documents import document_get, document_list
 from knowledge.selectors.health import dependency_health
 from knowledge.selectors.scopes import (
@@ -39,7 +40,6 @@ from knowledge.selectors.scopes import (
     search_scope_for_key,
     tenant_for_key,
 )
-from knowledge.selectors.search import SearchHit, search_chunks
 from knowledge.services.api_indexing import api_connector_id, api_document_index
 from knowledge.services.documents import document_hard_delete
 

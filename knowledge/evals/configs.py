@@ -10,7 +10,7 @@ from typing import Any
 from knowledge.pipeline.registry import DEFAULTS, build
 from knowledge.pipeline.stages.base import Stage
 from knowledge.pipeline.stages.registry import request_stages
-from knowledge.selectors.search import Stages
+from knowledge.search import Stages
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from knowledge.evals.configs import EvalConfig
 from knowledge.evals.datasets import Dataset
 from knowledge.evals.metrics import MetricSet, dedupe, judged_queries, per_query
 from knowledge.models import Connector, Document
-from knowledge.selectors.search import Stages, search_chunks
+from knowledge.search import Stages, search_chunks
 from retrieval_backends.types import PUBLIC_TOKEN, SearchScope
 
 MAX_CHUNKS = 200  # a document has several chunks, so the top max(k) documents need more chunks

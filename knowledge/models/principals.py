@@ -6,6 +6,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from knowledge.models.tenancy import Tenant
+from retrieval_backends.types import principal_token
 
 
 class Principal(models.Model):
@@ -41,7 +42,7 @@ class Principal(models.Model):
     @property
     def acl_token(self) -> str:
         """The token chunks carry when this principal is granted access."""
-        return f"{'u' if self.kind == self.Kind.USER else 'g'}:{self.pk}"
+        return principal_token(is_user=self.kind == self.Kind.USER, principal_id=self.pk)
 
     def clean(self) -> None:
         if self.kind == self.Kind.USER and "@" not in self.external_id:

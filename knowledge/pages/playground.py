@@ -14,8 +14,8 @@ from django.urls import reverse
 from knowledge.models import Connector, Document, Environment, Principal, Tenant
 from knowledge.pages.highlight import Segment, snippet
 from knowledge.pages.permissions import SEARCH_AS_USER, SEARCH_BYPASS_ACL, allowed
+from knowledge.search import SearchHit, search_chunks
 from knowledge.selectors.scopes import search_scope
-from knowledge.selectors.search import SearchHit, search_chunks
 
 logger = logging.getLogger("knowledge.pages.access")
 PUBLIC, BYPASS = "public", "bypass"

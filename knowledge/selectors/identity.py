@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from knowledge.models import Principal, Tenant
-from retrieval_backends.types import PUBLIC_TOKEN
+from retrieval_backends.types import PUBLIC_TOKEN, principal_token
 
 
 def principal_tokens(*, tenant: Tenant, user_external_id: str | None) -> frozenset[str]:
@@ -20,7 +20,7 @@ def principal_tokens(*, tenant: Tenant, user_external_id: str | None) -> frozens
         tenant=tenant, kind=Principal.Kind.USER, external_id=user_external_id
     ).values_list("pk", "groups__pk", "groups__kind", "groups__tenant_id")
     for user_pk, group_pk, group_kind, group_tenant in rows:
-        tokens.add(Principal(pk=user_pk, kind=Principal.Kind.USER).acl_token)
+        tokens.add(principal_token(is_user=True, principal_id=user_pk))
         if group_pk is not None and group_kind == Principal.Kind.GROUP and group_tenant == tenant.pk:
-            tokens.add(f"g:{group_pk}")
+            tokens.add(principal_token(is_user=False, principal_id=group_pk))
     return frozenset(tokens)

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 
 from django.db.models import Prefetch
 
+from knowledge.access.principals import acl_tokens, document_acl_tokens
 from knowledge.models import Document, Environment, Principal
 from knowledge.selectors.identity import principal_tokens
-from knowledge.services.acl import acl_tokens, document_acl_tokens
-from retrieval_backends.types import PUBLIC_TOKEN
+from retrieval_backends.types import PUBLIC_TOKEN, principal_ids_of
 
 
 @dataclass(frozen=True)
@@ -159,7 +159,7 @@ VISIBILITY_CHECKS: tuple[Callable[[VisibilityQuestion], HiddenReason | None], ..
 
 def _token_labels(tokens: frozenset[str]) -> dict[str, str]:
     """`u:5` -> `u:5 (hana@example.com)`, `g:1` -> `g:1 (group engineering)`."""
-    ids = [int(t[2:]) for t in tokens if t[:2] in ("u:", "g:") and t[2:].isascii() and t[2:].isdigit()]
+    ids = principal_ids_of(tokens)
     return {
         p.acl_token: f"{p.acl_token} ({'group ' if p.kind == Principal.Kind.GROUP else ''}{p.external_id})"
         for p in Principal.objects.filter(pk__in=ids)

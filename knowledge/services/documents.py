@@ -14,12 +14,12 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from knowledge.access.principals import principals_acl
 from knowledge.connectors.types import SourceDocument
 from knowledge.errors import InvalidInput
 from knowledge.models import Connector, Document, DocumentPolicy, Environment, Principal
 from knowledge.pipeline.embedders.base import CLIENT_MODEL
 from knowledge.services.access import document_access_sync, schedule_index_sync
-from knowledge.services.acl import principals_acl
 from knowledge.services.policies import (
     policy_clear_acl,
     policy_clear_deletion,

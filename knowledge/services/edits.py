@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from knowledge.access.principals import connector_default_acl, principals_acl
 from knowledge.connectors.types import SourceAcl, SourceDocument
 from knowledge.errors import InvalidInput
 from knowledge.models import Connector, Document, Principal
-from knowledge.services.acl import connector_default_acl, principals_acl
 from knowledge.services.source_acls import documents_source_acl_set
 from knowledge.services.writes import source_write
 

@@ -7,10 +7,11 @@ from collections.abc import Sequence
 
 from django.db import transaction
 
+from knowledge.access.grants import grants_replace
+from knowledge.access.principals import acl_keys, principals_resolve
 from knowledge.connectors.types import SourceAcl
 from knowledge.models import Document
 from knowledge.services.access import documents_access_sync
-from knowledge.services.acl import acl_keys, grants_replace, principals_resolve
 
 
 def documents_source_acl_set(

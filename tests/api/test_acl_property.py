@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from knowledge.models import ApiKey, Document, Environment, Principal, Tenant
+from knowledge.search import search_chunks
 from knowledge.selectors.scopes import search_scope_for_key
-from knowledge.selectors.search import search_chunks
 from knowledge.services.api_indexing import api_connector
 from knowledge.services.documents import document_set_acl, document_soft_delete, document_upsert
 

@@ -7,7 +7,7 @@ from rest_framework.test import APIClient
 
 from knowledge.models import Principal, Tenant
 from knowledge.pipeline.active import active_embedder
-from knowledge.selectors.search import search_chunks
+from knowledge.search import search_chunks
 from knowledge.services.documents import document_upsert
 from retrieval_backends.types import SearchScope
 from tests.api.conftest import assert_error, post

@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 from knowledge.errors import ServiceUnavailable
 from knowledge.models import Document, Tenant
 from knowledge.pipeline.active import forget_active_embedder
-from knowledge.selectors.search import search_chunks
+from knowledge.search import search_chunks
 from retrieval_backends.types import SearchScope
 from tests.api.conftest import assert_error, post
 from tests.embedding_stub import FakeEmbeddingServer, Fault, embedding_server

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from opensearchpy import OpenSearch
 
-from knowledge.selectors.search import search_chunks
+from knowledge.search import search_chunks
 from knowledge.services.documents import document_set_acl, document_upsert
 from knowledge.services.index_sync import index_reconcile, index_status
 from retrieval_backends.opensearch import OpenSearchRetrievalBackend

@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from knowledge.models import Chunk, Connector, Document, Tenant
 from knowledge.pipeline.active import forget_active_embedder
-from knowledge.selectors.search import search_chunks
+from knowledge.search import search_chunks
 from knowledge.services.connector_sync import connector_sync
 from knowledge.services.documents import document_upsert
 from retrieval_backends.registry import reset_backend

@@ -9,7 +9,7 @@ from django.core.management import call_command
 
 from knowledge.models import ActiveEmbedder, ChunkEmbedding, ReindexJob
 from knowledge.pipeline.active import active_embedder
-from knowledge.selectors.search import search_chunks
+from knowledge.search import search_chunks
 from knowledge.services.documents import document_upsert
 from knowledge.services.reindex import (
     chunks_missing,

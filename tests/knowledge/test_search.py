@@ -16,7 +16,7 @@ from knowledge.pipeline.fusers.rrf import RRFFuser
 from knowledge.pipeline.rerankers.mmr import MMRReranker
 from knowledge.pipeline.stages.base import HitStage, QueryStage
 from knowledge.pipeline.stages.types import PlannedQuery, StageContext, StageHit
-from knowledge.selectors.search import Stages, search_chunks
+from knowledge.search import Stages, search_chunks
 from knowledge.services.documents import document_soft_delete, document_upsert
 from retrieval_backends.registry import reset_backend
 from retrieval_backends.types import PAGE_UNKNOWN, LaneHit, SearchScope
@@ -96,7 +96,7 @@ class Passthrough(HitStage):
 
 
 def recorded_hydrations(monkeypatch) -> list[list[int]]:  # type: ignore[no-untyped-def]
-    from knowledge.selectors import search
+    from knowledge.search import engine as search
 
     calls: list[list[int]] = []
     original = search.hydrate_hits
@@ -137,7 +137,8 @@ def without_text(fused: FusedHit) -> FusedHit:
 
 
 def test_a_chunk_deleted_before_it_is_read_leaves_its_place_to_the_next(kb, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from knowledge.selectors import retrieval, search
+    from knowledge.search import engine as search
+    from knowledge.search import lanes as retrieval
 
     scope = many_documents(kb[0])
     expected = [h.chunk_id for h in search_chunks(scope=scope, query_text="cats purr", limit=4).hits]
@@ -249,7 +250,7 @@ def test_external_hits_are_verified_against_postgres(kb) -> None:  # type: ignor
 
 
 def test_verification_keeps_rank_order_and_canonical_acl(kb) -> None:  # type: ignore[no-untyped-def]
-    from knowledge.selectors.verification import verify_hits
+    from knowledge.search.verify import verify_hits
 
     connector, docs, scope = kb
     user = PrincipalFactory.create(tenant=connector.tenant)

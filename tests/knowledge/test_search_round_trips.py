@@ -10,7 +10,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from knowledge.pipeline.active import active_embedder
-from knowledge.selectors.search import search_chunks
+from knowledge.search import search_chunks
+from knowledge.search.data import SearchData
 from knowledge.services.documents import document_upsert
 from knowledge.store import lookups
 from retrieval_backends.registry import get_backend
@@ -110,7 +111,7 @@ def test_children_expand_to_parents_whether_or_not_the_lanes_report_them(  # typ
     from knowledge.pipeline.stages.hits import ParentExpand
     from knowledge.pipeline.stages.types import StageContext
     from knowledge.pipeline.types import Query
-    from knowledge.selectors.stages import to_stage_hit
+    from knowledge.search.stages import to_stage_hit
     from retrieval_backends.types import PARENT_UNKNOWN, LaneHit, SearchScope
 
     settings.KNOWLEDGE_CHUNKER = "knowledge.pipeline.chunkers.parent_child.ParentChildChunker"
@@ -140,7 +141,9 @@ def test_children_expand_to_parents_whether_or_not_the_lanes_report_them(  # typ
         for c in children
     ]
     scope = SearchScope(tenant_id=document.tenant_id, principal_tokens=frozenset({"public"}))
-    context = StageContext(query=Query(text="topic"), scope=scope, limit=10, budget=TokenBudget(0))
+    context = StageContext(
+        query=Query(text="topic"), scope=scope, limit=10, budget=TokenBudget(0), data=SearchData()
+    )
     expanded = ParentExpand().run([to_stage_hit(f) for f in fused], context)
     parents = {
         c.chunk_index: c.content for c in Chunk.objects.filter(document=document, parent_index__isnull=True)
@@ -153,7 +156,7 @@ def test_children_expand_to_parents_whether_or_not_the_lanes_report_them(  # typ
 def test_hits_are_hydrated_once_and_vanished_chunks_dropped(connector, scope) -> None:  # type: ignore[no-untyped-def]
     from knowledge.models import Chunk
     from knowledge.pipeline.fusers.base import FusedHit
-    from knowledge.selectors.hydration import hydrate_hits
+    from knowledge.search.hydrate import hydrate_hits
     from retrieval_backends.types import PAGE_UNKNOWN, LaneHit
 
     chunks = list(Chunk.objects.filter(tenant_id=scope.tenant_id).select_related("document"))

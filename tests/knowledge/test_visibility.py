@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from knowledge.models import Document, Environment, Principal
+from knowledge.search import search_chunks
 from knowledge.selectors.scopes import search_scope
-from knowledge.selectors.search import search_chunks
 from knowledge.selectors.visibility import VISIBILITY_CHECKS, document_audience, document_visibility
 from knowledge.services.documents import document_soft_delete, document_upsert
 from tests.factories import ConnectorFactory, EnvironmentFactory, GroupFactory, PrincipalFactory

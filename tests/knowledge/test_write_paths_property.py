@@ -47,8 +47,8 @@ from knowledge.models import (
 from knowledge.pipeline.active import active_embedder, active_spec
 from knowledge.pipeline.chunkers.base import ChunkSource
 from knowledge.pipeline.registry import configured_name, get_chunker
+from knowledge.search import search_chunks
 from knowledge.selectors.scopes import search_scope_for_key
-from knowledge.selectors.search import search_chunks
 from knowledge.services.connector_sync import connector_sync
 from knowledge.services.reindex import reindex_backfill, reindex_job_for, reindex_switch
 from tests.api.conftest import bearer, issue_key

@@ -10,7 +10,7 @@ from knowledge.pipeline.rerankers.base import Reranker
 from knowledge.pipeline.rerankers.mmr import MMRReranker, cosine
 from knowledge.pipeline.rerankers.none import NoReranker
 from knowledge.pipeline.types import Candidate, Query
-from knowledge.selectors.search import Stages, search_chunks
+from knowledge.search import Stages, search_chunks
 from knowledge.services.documents import document_upsert
 from retrieval_backends.types import SearchScope
 from tests.factories import ConnectorFactory

@@ -24,7 +24,8 @@ from knowledge.pipeline.stages.query import MultiQuery, QueryPlanner
 from knowledge.pipeline.stages.registry import build_stage, configured_stages, request_stages
 from knowledge.pipeline.stages.types import PlannedQuery, QueryFilters, StageContext, StageHit, StageTrace
 from knowledge.pipeline.types import Query
-from knowledge.selectors.stages import merge_fanout, narrow_scope, run_stages
+from knowledge.search.data import SearchData
+from knowledge.search.stages import merge_fanout, narrow_scope, run_stages
 from knowledge.services.documents import document_upsert
 from retrieval_backends.types import LaneHit, SearchScope
 from tests.factories import ConnectorFactory, EnvironmentFactory
@@ -33,7 +34,9 @@ from tests.pipeline.llm_stub import Script, llm_stub
 
 def context(scope: SearchScope | None = None, text: str = "ferry timetable", limit: int = 10) -> StageContext:
     scope = scope or SearchScope(tenant_id=1, principal_tokens=frozenset({"public"}))
-    return StageContext(query=Query(text=text), scope=scope, limit=limit, budget=TokenBudget(4000))
+    return StageContext(
+        query=Query(text=text), scope=scope, limit=limit, budget=TokenBudget(4000), data=SearchData()
+    )
 
 
 def hit(chunk_id: int, document_id: int, score: float, content: str = "text") -> StageHit:

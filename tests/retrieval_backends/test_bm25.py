@@ -6,7 +6,7 @@ import pytest
 from django.core.management import call_command
 
 from knowledge.models import KeywordStatistics, KeywordTerm
-from knowledge.selectors.search import search_chunks
+from knowledge.search import search_chunks
 from knowledge.services.documents import (
     document_hard_delete,
     document_restore,

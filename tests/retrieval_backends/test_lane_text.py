@@ -7,7 +7,7 @@ import pytest
 
 from knowledge.models import Chunk
 from knowledge.pipeline.active import active_embedder
-from knowledge.selectors.search import search_chunks
+from knowledge.search import search_chunks
 from knowledge.services.documents import document_upsert
 from retrieval_backends.postgres import PostgresRetrievalBackend
 from retrieval_backends.types import PAGE_UNKNOWN, LaneHit, SearchScope
@@ -92,7 +92,7 @@ def test_a_search_answered_from_the_lanes_first_hits_takes_one_statement_a_lane(
 
 def test_a_fused_hit_takes_the_text_another_lane_read() -> None:
     from knowledge.pipeline.fusers.base import FusedHit
-    from knowledge.selectors.hydration import with_lane_text
+    from knowledge.search.hydrate import with_lane_text
 
     bare = LaneHit(chunk_id=1, document_id=9, chunk_index=0, score=0.5)
     read = LaneHit(

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from django.test import override_settings
 
-from knowledge.selectors.search import search_chunks
+from knowledge.search import search_chunks
 from knowledge.services.documents import document_hard_delete, document_set_acl, document_upsert
 from knowledge.services.index_sync import index_reconcile
 from knowledge.services.index_sync.rebuild import index_rebuild

@@ -8,7 +8,7 @@ import pytest
 from opensearchpy import OpenSearch
 
 from knowledge.models import Chunk, Document
-from knowledge.selectors.search import search_chunks
+from knowledge.search import search_chunks
 from knowledge.services.connector_sync import connector_sync
 from knowledge.services.deletion import connector_purge
 from knowledge.services.documents import document_hard_delete, document_set_acl, document_upsert

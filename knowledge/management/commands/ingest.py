@@ -9,12 +9,12 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
+from knowledge.access.principals import principals_resolve
 from knowledge.connectors import beir, files
 from knowledge.connectors.filesystem import FilesystemKind
 from knowledge.connectors.types import SourceDocument, SourceError
 from knowledge.errors import KnowledgeError
 from knowledge.models import Connector, Tenant
-from knowledge.services.acl import principals_resolve
 from knowledge.services.writes import WriteStats, documents_write
 
 MAX_ERRORS_SHOWN = 20

@@ -11,20 +11,18 @@ from typing import Any, ClassVar
 
 import numpy as np
 from django.conf import settings
-from django.db.models import Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime, parse_duration
 
-from knowledge.models import Chunk, Document
 from knowledge.pipeline.compressors.base import Compressor
 from knowledge.pipeline.compressors.none import NoCompressor
 from knowledge.pipeline.fusers.base import FusedHit
 from knowledge.pipeline.llm import ChatClient, LlmError
+from knowledge.pipeline.registry import get_compressor, get_reranker
 from knowledge.pipeline.rerankers.base import Reranker
 from knowledge.pipeline.rerankers.none import NoReranker
 from knowledge.pipeline.stages.base import HitStage, StageError
 from knowledge.pipeline.stages.types import StageContext, StageHit
-from knowledge.store.vectors import get_chunk_vectors
 
 SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 WORD = re.compile(r"\w+")
@@ -40,18 +38,12 @@ class ParentExpand(HitStage):
         return any(f.hit.parent_index is not None for f in fused)  # one hit per parent: may shrink
 
     def run(self, hits: Sequence[StageHit], context: StageContext) -> list[StageHit]:
-        from knowledge.selectors.expansion import parent_indexes
-        from knowledge.selectors.verification import scope_q
-
-        indexes = parent_indexes([h.fused for h in hits if h.fused is not None])
+        data = context.store()
+        indexes = data.parent_indexes([h.fused for h in hits if h.fused is not None])
         parent_of = {h.chunk_id: (h.document_id, indexes[h.chunk_id]) for h in hits if h.chunk_id in indexes}
         if not parent_of:
             return list(hits)
-        wanted = Q()
-        for document_id, index in set(parent_of.values()):
-            wanted |= Q(document_id=document_id, chunk_index=index)
-        visible = Chunk.objects.filter(scope_q(context.scope)).filter(wanted).distinct()
-        text = {(c.document_id, c.chunk_index): c.content for c in visible}
+        text = data.visible_chunk_texts(context.scope, set(parent_of.values()))
         limit = int(self.options.get("max_parent_chars", 2000))
         out, seen = [], set()
         for hit in hits:
@@ -157,7 +149,7 @@ def _vectors(hits: Sequence[StageHit], context: StageContext) -> np.ndarray | No
     query = context.query
     if query.embedding is None:
         return None
-    found = get_chunk_vectors([h.chunk_id for h in hits], len(query.embedding), query.model)
+    found = context.store().chunk_vectors([h.chunk_id for h in hits], len(query.embedding), query.model)
     if len(found) < len(hits):
         return None
     matrix = np.array([found[h.chunk_id] for h in hits], dtype=float)
@@ -188,7 +180,7 @@ class Decay(HitStage):
     def run(self, hits: Sequence[StageHit], context: StageContext) -> list[StageHit]:
         half_life = _duration(self.options.get("half_life", DEFAULT_HALF_LIFE))
         field_name = str(self.options.get("field", DEFAULT_FIELD))
-        stamps = _timestamps({h.document_id for h in hits}, field_name)
+        stamps = _timestamps(context, {h.document_id for h in hits}, field_name)
         now, out = timezone.now(), []
         for hit in hits:
             stamp = stamps.get(hit.document_id)
@@ -231,16 +223,13 @@ def _check_field(field_name: str) -> None:
         )
 
 
-def _timestamps(document_ids: set[int], field_name: str) -> dict[int, datetime]:
-    rows = Document.objects.filter(pk__in=document_ids)
+def _timestamps(context: StageContext, document_ids: set[int], field_name: str) -> dict[int, datetime]:
     _check_field(field_name)
+    values = context.store().document_values(document_ids, field_name)
     if field_name in DOCUMENT_FIELDS:
-        return {pk: value for pk, value in rows.values_list("pk", field_name) if value is not None}
+        return {pk: value for pk, value in values.items() if isinstance(value, datetime)}
     found = {}
-    for pk, metadata in rows.values_list("pk", "metadata"):
-        value: Any = metadata
-        for part in field_name.split(".")[1:]:
-            value = value.get(part) if isinstance(value, dict) else None
+    for pk, value in values.items():
         stamp = _stamp(value)
         if stamp is not None:
             found[pk] = stamp if stamp.tzinfo else timezone.make_aware(stamp, UTC)
@@ -283,15 +272,13 @@ class RerankerStage(_LayerStage):
 
     @staticmethod
     def _configured() -> Reranker:
-        from knowledge.pipeline.registry import get_reranker
-
         return get_reranker()
 
     def run(self, hits: Sequence[StageHit], context: StageContext) -> list[StageHit]:
         reranker = self._layer()
         pool = list(hits)
         if reranker.needs_embeddings and context.query.embedding is not None:
-            found = get_chunk_vectors(
+            found = context.store().chunk_vectors(
                 [h.chunk_id for h in pool], len(context.query.embedding), context.query.model
             )
             pool = [replace(h, embedding=found.get(h.chunk_id)) for h in pool]
@@ -306,8 +293,6 @@ class CompressorStage(_LayerStage):
 
     @staticmethod
     def _configured() -> Compressor:
-        from knowledge.pipeline.registry import get_compressor
-
         return get_compressor()
 
     def run(self, hits: Sequence[StageHit], context: StageContext) -> list[StageHit]:

@@ -17,16 +17,10 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from knowledge.access.grants import grants_of, grants_replace, principal_kinds
+from knowledge.access.principals import acl_keys, principals_resolve, tokens_for
 from knowledge.models import Connector, Document, DocumentPolicy
 from knowledge.services.access import documents_access_sync
-from knowledge.services.acl import (
-    acl_keys,
-    grants_of,
-    grants_replace,
-    principal_kinds,
-    principals_resolve,
-    tokens_for,
-)
 from knowledge.services.chunks import PreparedChunks, chunks_replace
 from knowledge.services.policies import policies_for_write
 from knowledge.services.writes.prepare import Prepared

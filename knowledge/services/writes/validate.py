@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from knowledge.access.principals import MAX_ACL_NAMES, connector_default_acl
 from knowledge.connectors.types import SourceAcl, SourceDocument
 from knowledge.errors import InvalidInput, KnowledgeError, PayloadTooLarge
 from knowledge.json_values import json_problem
 from knowledge.models import Connector, Document, Environment
-from knowledge.services.acl import MAX_ACL_NAMES, connector_default_acl
 from knowledge.store.lookups import supported_languages
 from retrieval_backends.types import vector_problem
 

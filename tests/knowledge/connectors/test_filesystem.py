@@ -9,7 +9,7 @@ import pytest
 
 from knowledge.connectors.filesystem import FilesystemKind
 from knowledge.models import Chunk, Connector, Document
-from knowledge.selectors.search import search_chunks
+from knowledge.search import search_chunks
 from knowledge.services.connector_sync import connector_sync
 from retrieval_backends.types import SearchScope
 from tests.api.conftest import client_for, issue_key

@@ -18,7 +18,7 @@ from knowledge.connectors.extract.base import ExtractionError
 from knowledge.connectors.extract.sandbox import Sandbox
 from knowledge.connectors.filesystem import FilesystemKind
 from knowledge.models import Connector, Document
-from knowledge.selectors.search import search_chunks
+from knowledge.search import search_chunks
 from knowledge.services.connector_sync import connector_sync
 from retrieval_backends.types import SearchScope
 from tests.factories import ConnectorFactory

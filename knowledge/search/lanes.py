@@ -1,17 +1,15 @@
-"""The base retrieval of one query: vector and keyword lanes run concurrently, each under its own
-timeout (the query is embedded in the vector lane, while the keyword lane runs); an external index's
-hits are verified against PostgreSQL (and re-asked when verification thinned them out); the lanes are
-then fused."""
+"""The base retrieval of one planned query: vector and keyword lanes run concurrently, each under its
+own timeout (the query is embedded in the vector lane, while the keyword lane runs); an external
+index's hits are verified against PostgreSQL (and re-asked when verification thinned them out); the
+lanes are then fused."""
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from django.db import connection
 
@@ -19,8 +17,9 @@ from knowledge.errors import InvalidInput, ServiceUnavailable
 from knowledge.pipeline.active import active_embedder
 from knowledge.pipeline.embedders.base import CLIENT_MODEL, EmbedderError
 from knowledge.pipeline.fusers.base import FusedHit, Fuser
-from knowledge.selectors.hydration import with_lane_text
-from knowledge.selectors.verification import verify_lanes
+from knowledge.search.hydrate import with_lane_text
+from knowledge.search.run import DeadlinePassed, SearchRun
+from knowledge.search.verify import verify_lanes
 from knowledge.store.lookups import (
     embedding_models_of,
     has_embedding_model,
@@ -34,9 +33,8 @@ logger = logging.getLogger(__name__)
 
 LANES = ("vector", "keyword")
 EMBEDDER_FAILED = "the embedding service failed; the server log has the details"
-LANE_THREADS = 4
 VERIFY_REFILLS = 2  # re-asks of a lane whose hits verification thinned out (4x, then 16x the depth)
-_executor = ThreadPoolExecutor(max_workers=LANE_THREADS, thread_name_prefix="search-lane")
+Lane = Callable[[], list[LaneHit]]
 
 
 @dataclass(frozen=True)
@@ -83,18 +81,16 @@ class VectorQuery:
 
 
 def vector_query(
-    backend: KnowledgeRetrievalBackend,
-    scope: SearchScope,
-    query_text: str | None,
-    embedding: Sequence[float] | None,
-    warnings: list[str],
+    run: SearchRun, scope: SearchScope, query_text: str | None, embedding: Sequence[float] | None
 ) -> VectorQuery | None:
+    """The query's vector: the caller's, or the active embedder's (None, with a warning, when no
+    vector of that embedder is indexed)."""
     if embedding is not None:
-        return _caller_vector(backend, scope, list(embedding), warnings)
+        return _caller_vector(run, scope, list(embedding))
     embedder = active_embedder()
     if not has_embedding_model(scope.tenant_id, embedder.name):
         populated = populated_dimensions(scope.tenant_id, scope.connector_ids)
-        warnings.append(
+        run.warn(
             f"vector lane skipped: no vectors of the active embedder {embedder.name!r} are indexed "
             f"(indexed dimensions: {', '.join(map(str, populated)) or 'none'}); see `manage.py doctor`"
         )
@@ -104,9 +100,7 @@ def vector_query(
     return VectorQuery(embedder.dimension, embedder.name, embed=lambda: embedder.embed_query(text))
 
 
-def _caller_vector(
-    backend: KnowledgeRetrievalBackend, scope: SearchScope, vector: list[float], warnings: list[str]
-) -> VectorQuery:
+def _caller_vector(run: SearchRun, scope: SearchScope, vector: list[float]) -> VectorQuery:
     """A caller's query vector searches one model's vectors of its dimension: the active embedder's,
     else caller-supplied ones, else the only model there is; vectors of two models never mix."""
     stored = embedding_models_of(scope.tenant_id)
@@ -122,74 +116,98 @@ def _caller_vector(
     preferred = [m for m in (active, CLIENT_MODEL) if m in models]
     model = preferred[0] if preferred else models[0]
     if not preferred and len(models) > 1:
-        warnings.append(f"several models have {len(vector)}-dimensional vectors; searched those of {model!r}")
+        run.warn(f"several models have {len(vector)}-dimensional vectors; searched those of {model!r}")
     elif model == active and CLIENT_MODEL in models:
-        warnings.append(
+        run.warn(
             f"searched the active embedder's {len(vector)}-dimensional vectors ({active!r}); documents "
             "indexed with a caller-supplied embedding of that dimension are not among them"
         )
     return VectorQuery(len(vector), model, given=vector)
 
 
-_lane_thread = threading.local()
-LANE_CONNECTION_CHECK_SECONDS = 1.0
+@dataclass(frozen=True)
+class LaneRequest:
+    """What one planned query asks of the lanes."""
+
+    scope: SearchScope
+    lanes: Sequence[str]
+    query_text: str | None
+    vq: VectorQuery | None
+    depth: int
+    text_hits: int = 0
 
 
-T = TypeVar("T")
+def retrieve(
+    run: SearchRun, backend: KnowledgeRetrievalBackend, request: LaneRequest, fuser: Fuser
+) -> Retrieved:
+    """Run the lanes of one query and fuse them; lanes read the text of their first `text_hits` hits."""
+    if request.scope.sees_nothing:
+        return Retrieved(fused=[], lanes={})
+    lane_hits = _run_lanes(run, _lane_calls(run, backend, request, request.depth))
+    if is_external(backend):
+        lane_hits = _verified(run, backend, request, lane_hits)
+    fused = with_lane_text(fuser.fuse(lane_hits), lane_hits)
+    return Retrieved(fused=fused, lanes={name: len(hits) for name, hits in lane_hits.items()})
 
 
-def in_lane_thread(fn: Callable[[], T]) -> T:
-    # Pool threads get no request signals, so they retire old or broken connections themselves; the
-    # check costs a round trip (CONN_HEALTH_CHECKS), so at most once a second unless a query failed.
-    now = time.monotonic()
-    if (
-        connection.errors_occurred
-        or now - getattr(_lane_thread, "checked", 0.0) > LANE_CONNECTION_CHECK_SECONDS
-    ):
-        connection.close_if_unusable_or_obsolete()
-        _lane_thread.checked = now
-    return fn()
+def _lane_calls(
+    run: SearchRun, backend: KnowledgeRetrievalBackend, request: LaneRequest, depth: int
+) -> dict[str, Lane]:
+    """The lanes to run at this depth (candidates per lane)."""
+    scope, vq, found = request.scope, request.vq, {}
+    if vq is not None:
+        found["vector"] = lambda: backend.vector_search(
+            scope, vq.vector, vq.dimensions, depth, model=vq.model, text_hits=request.text_hits
+        )
+    if "keyword" in request.lanes and request.query_text is not None:
+        text = request.query_text
+
+        def keyword() -> list[LaneHit]:  # the language look-up runs in the lane's thread too
+            languages = text_search_languages(scope.tenant_id, scope.connector_ids)
+            run.warnings.extend(backend.keyword_warnings(scope.tenant_id, languages))
+            return backend.keyword_search(scope, text, languages, depth, text_hits=request.text_hits)
+
+        found["keyword"] = keyword
+    return found
 
 
-def close_lane_connections() -> None:
-    """Close the database connection each lane thread keeps (before dropping a database, at shutdown)."""
-    barrier = threading.Barrier(LANE_THREADS, timeout=10)
-
-    def close() -> None:
-        barrier.wait()  # every pool thread takes exactly one of these calls
-        connection.close()
-
-    for future in [_executor.submit(close) for _ in range(LANE_THREADS)]:
-        future.result()
-
-
-def _run_lanes(
-    backend: KnowledgeRetrievalBackend, calls: dict[str, Callable[[], list[LaneHit]]], warnings: list[str]
-) -> dict[str, list[LaneHit]]:
-    """Run lanes concurrently (sequentially inside a transaction, so they see its writes)."""
-    results: dict[str, list[LaneHit]] = {}
+def _run_lanes(run: SearchRun, calls: dict[str, Lane]) -> dict[str, list[LaneHit]]:
+    """Run lanes concurrently (sequentially inside a transaction, so they see its writes): the first
+    on this thread's connection, the others on the run's executor meanwhile."""
     inline = calls if connection.in_atomic_block else dict(list(calls.items())[:1])
-    # The other lanes go to the pool; the first runs here meanwhile, on this thread's connection.
-    futures = {name: _executor.submit(in_lane_thread, fn) for name, fn in calls.items() if name not in inline}
+    futures = {name: run.executor.lane(fn) for name, fn in calls.items() if name not in inline}
     outcomes: dict[str, Any] = {}
     for name, fn in inline.items():
         try:
             outcomes[name] = fn()
         except Exception as exc:  # classified below, like the pool's
             outcomes[name] = exc
-    outcomes |= {name: (f.exception() or f.result()) for name, f in futures.items()}
+    for name, future in futures.items():
+        try:
+            outcomes[name] = run.wait(future)
+        except DeadlinePassed as exc:
+            outcomes[name] = exc
+        except Exception as exc:  # classified below
+            outcomes[name] = exc
+    return _classified(run, outcomes)
+
+
+def _classified(run: SearchRun, outcomes: dict[str, Any]) -> dict[str, list[LaneHit]]:
+    """Lanes' hits; a lane that timed out (or passed the deadline) or could not embed is left out with
+    a warning; nothing at all is a 503; any other error fails the search."""
+    results: dict[str, list[LaneHit]] = {}
     unembedded: list[EmbedderError] = []
     timed_out: list[BaseException] = []
     for name, outcome in outcomes.items():
         if isinstance(outcome, EmbedderError):
             logger.warning("%s lane left out: the query could not be embedded: %s", name, outcome)
-            warnings.append(f"{name} lane left out: the query could not be embedded ({EMBEDDER_FAILED})")
+            run.warn(f"{name} lane left out: the query could not be embedded ({EMBEDDER_FAILED})")
             unembedded.append(outcome)
+        elif isinstance(outcome, LaneTimedOut | DeadlinePassed):
+            reason = "timed out" if isinstance(outcome, LaneTimedOut) else "ran past the search's deadline"
+            run.warn(f"{name} lane {reason} and was left out of the results")
+            timed_out.append(outcome)
         elif isinstance(outcome, BaseException):
-            if isinstance(outcome, LaneTimedOut):
-                warnings.append(f"{name} lane timed out and was left out of the results")
-                timed_out.append(outcome)
-                continue
             raise outcome
         else:
             results[name] = outcome
@@ -200,93 +218,24 @@ def _run_lanes(
     return results
 
 
-def retrieve(
-    *,
-    backend: KnowledgeRetrievalBackend,
-    scope: SearchScope,
-    query_text: str | None,
-    vq: VectorQuery | None,
-    lanes: Sequence[str],
-    depth: int,
-    fuser: Fuser,
-    warnings: list[str],
-    text_hits: int = 0,
-) -> Retrieved:
-    """Run the lanes for one query within `scope` and fuse them; lanes that can read their first
-    `text_hits` hits' text do so."""
-    if scope.sees_nothing:
-        return Retrieved(fused=[], lanes={})
-    make_calls = _lane_calls(backend, scope, lanes, query_text, vq, warnings, text_hits)
-    lane_hits = _run_lanes(backend, make_calls(depth), warnings)
-    if is_external(backend):
-        lane_hits = _verified(backend, scope, make_calls, depth, lane_hits, warnings)
-    fused = with_lane_text(fuser.fuse(lane_hits), lane_hits)
-    return Retrieved(fused=fused, lanes={name: len(hits) for name, hits in lane_hits.items()})
-
-
-LaneCalls = Callable[[int], dict[str, Callable[[], list[LaneHit]]]]
-
-
-def _lane_calls(
-    backend: KnowledgeRetrievalBackend,
-    scope: SearchScope,
-    lanes: Sequence[str],
-    query_text: str | None,
-    vq: VectorQuery | None,
-    warnings: list[str],
-    text_hits: int = 0,
-) -> LaneCalls:
-    """The lanes to run, for a given depth (candidates per lane)."""
-
-    def calls(depth: int) -> dict[str, Callable[[], list[LaneHit]]]:
-        found: dict[str, Callable[[], list[LaneHit]]] = {}
-        if vq is not None:
-            found["vector"] = lambda: backend.vector_search(
-                scope, vq.vector, vq.dimensions, depth, model=vq.model, text_hits=text_hits
-            )
-        if "keyword" in lanes and query_text is not None:
-            found["keyword"] = _keyword_call(backend, scope, query_text, depth, warnings, text_hits)
-        return found
-
-    return calls
-
-
 def _verified(
+    run: SearchRun,
     backend: KnowledgeRetrievalBackend,
-    scope: SearchScope,
-    make_calls: LaneCalls,
-    depth: int,
+    request: LaneRequest,
     lane_hits: dict[str, list[LaneHit]],
-    warnings: list[str],
 ) -> dict[str, list[LaneHit]]:
     """Canonical verification of an external index's hits. Stale hits (deleted, re-permissioned,
     forged) are dropped, so a lane that came back full but lost hits is asked again for more, until
     it has `depth` verified hits or has no more to give."""
-    verified, asked = verify_lanes(scope, lane_hits), depth
+    depth = request.depth
+    verified, asked = verify_lanes(request.scope, lane_hits), depth
     for _ in range(VERIFY_REFILLS):
         short = [n for n, hits in verified.items() if len(hits) < depth and len(lane_hits[n]) >= asked]
         if not short:
             break
         asked *= 4
-        more = _run_lanes(backend, {n: c for n, c in make_calls(asked).items() if n in short}, warnings)
+        calls = _lane_calls(run, backend, request, asked)
+        more = _run_lanes(run, {n: c for n, c in calls.items() if n in short})
         lane_hits.update(more)
-        verified.update(verify_lanes(scope, more))
+        verified.update(verify_lanes(request.scope, more))
     return verified
-
-
-def _keyword_call(
-    backend: KnowledgeRetrievalBackend,
-    scope: SearchScope,
-    query_text: str,
-    depth: int,
-    warnings: list[str],
-    text_hits: int,
-) -> Callable[[], list[LaneHit]]:
-    """The keyword lane, including its language and statistics look-ups (they run in the lane's thread)."""
-
-    def lane() -> list[LaneHit]:
-        languages = text_search_languages(scope.tenant_id, scope.connector_ids)
-        warnings.extend(backend.keyword_warnings(scope.tenant_id, languages))
-        return backend.keyword_search(scope, query_text, languages, depth, text_hits=text_hits)
-
-    return lane

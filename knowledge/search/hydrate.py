@@ -14,15 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from django.db import connection
-
 from knowledge.pipeline.fusers.base import FusedHit
+from knowledge.store.hits import hit_texts
 from retrieval_backends.types import PAGE_UNKNOWN, LaneHit
-
-HYDRATE_SQL = (
-    "SELECT c.id, c.content, d.title, d.source_url, c.page, d.external_id FROM knowledge_chunk c "
-    "JOIN knowledge_document d ON d.id = c.document_id WHERE c.id = ANY(%s)"
-)
 
 
 def lacks_text(hit: LaneHit) -> bool:
@@ -67,9 +61,7 @@ def hydrate_hits(fused: list[FusedHit]) -> list[FusedHit]:
     missing = [f.chunk_id for f in fused if lacks_text(f.hit)]
     if not missing:
         return fused
-    with connection.cursor() as cursor:
-        cursor.execute(HYDRATE_SQL, [missing])
-        rows = {row[0]: row[1:] for row in cursor.fetchall()}
+    rows = hit_texts(missing)
     return [
         with_text(f, *rows[f.chunk_id]) if lacks_text(f.hit) else f
         for f in fused

@@ -1,4 +1,9 @@
-"""Canonical verification: external hits are re-checked and rehydrated from PostgreSQL."""
+"""Canonical verification: an external index's hits are re-checked and rehydrated from PostgreSQL.
+
+Decided from the documents' canonical ACL, environment and deletion state (not the chunks'
+denormalised copies), so a stale index cannot widen access. Only the id and score of an external
+hit survive.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +13,11 @@ from dataclasses import replace
 from django.db.models import Q
 
 from knowledge.models import Chunk
-from retrieval_backends.types import AccessScope, LaneHit
+from retrieval_backends.types import PUBLIC_TOKEN, AccessScope, LaneHit, principal_ids_of
 
 
 def scope_q(scope: AccessScope) -> Q:
-    """The ORM twin of the backends' scope filter, over Chunk's canonical document fields."""
+    """The ORM twin of the lanes' scope filter, over Chunk's canonical document fields."""
     q = Q(document__tenant_id=scope.tenant_id, document__deleted_at__isnull=True)
     connector_ids = getattr(scope, "connector_ids", None)
     if connector_ids is not None:
@@ -20,19 +25,16 @@ def scope_q(scope: AccessScope) -> Q:
     if scope.environment_id is not None:
         q &= Q(document__environment_id__isnull=True) | Q(document__environment_id=scope.environment_id)
     if not scope.bypass_acl:
-        tokens = scope.principal_tokens
-        principal_ids = [
-            int(t[2:]) for t in tokens if t[:2] in {"u:", "g:"} and t[2:].isascii() and t[2:].isdigit()
-        ]
-        acl = Q(document__allowed_principals__id__in=principal_ids)
-        if "public" in tokens:
+        acl = Q(document__allowed_principals__id__in=principal_ids_of(scope.principal_tokens))
+        if PUBLIC_TOKEN in scope.principal_tokens:
             acl |= Q(document__is_public=True)
         q &= acl
     return q
 
 
 def verify_lanes(scope: AccessScope, lanes: Mapping[str, Sequence[LaneHit]]) -> dict[str, list[LaneHit]]:
-    """`verify_hits` for every lane at once: one canonical look-up for all their chunks."""
+    """Every lane's hits that exist and are visible in `scope`, with canonical fields, in order: one
+    canonical look-up for all their chunks."""
     if scope.sees_nothing:
         return {name: [] for name in lanes}
     ids = {h.chunk_id for hits in lanes.values() for h in hits}
@@ -44,12 +46,7 @@ def verify_lanes(scope: AccessScope, lanes: Mapping[str, Sequence[LaneHit]]) -> 
 
 
 def verify_hits(scope: AccessScope, hits: Sequence[LaneHit]) -> list[LaneHit]:
-    """Keep only hits whose chunk exists and is visible in `scope`, with canonical fields, in order.
-
-    Decided from the documents' canonical ACL, environment and deletion state (not the chunks'
-    denormalised copies), so a stale index cannot widen access. Only the id and score of the
-    external hit survive.
-    """
+    """`verify_lanes` of one list of hits."""
     return verify_lanes(scope, {"hits": hits})["hits"]
 
 

@@ -1,11 +1,11 @@
-"""Runs pipeline stages with their trace, narrows planned filters to the caller's scope, and merges
-the fan-out of planned queries by chunk id with RRF."""
+"""Runs pipeline stages with their trace (within the search's deadline), narrows planned filters to the
+caller's scope, and merges the fan-out of planned queries by chunk id with RRF."""
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -14,6 +14,7 @@ from knowledge.models import Connector, Environment
 from knowledge.pipeline.fusers.base import FusedHit
 from knowledge.pipeline.stages.base import MAX_PLANNED_QUERIES, HitStage, QueryStage, Stage, StageError
 from knowledge.pipeline.stages.types import PlannedQuery, QueryFilters, StageContext, StageHit, StageTrace
+from knowledge.search.run import SearchRun
 from retrieval_backends.types import SearchScope
 
 logger = logging.getLogger(__name__)
@@ -73,7 +74,11 @@ def _preview(items: Sequence[Any]) -> dict[str, Any]:
 
 
 def run_stages(
-    stages: Sequence[Stage], items: list[T], context: StageContext, traces: list[StageTrace]
+    stages: Sequence[Stage],
+    items: list[T],
+    context: StageContext,
+    traces: list[StageTrace],
+    run: SearchRun | None = None,
 ) -> list[T]:
     """Run stages of one phase in order. A failing stage is skipped with a warning (or, when strict,
     fails the search with ServiceUnavailable); every stage leaves a trace. Logs carry names,
@@ -83,6 +88,8 @@ def run_stages(
         _count(trace, items, "in")
         warnings_before, started = len(context.warnings), time.perf_counter()
         try:
+            if run is not None and run.expired():
+                raise StageError("the search's deadline had passed")
             items = _call(stage, items, context)
         except StageError as exc:
             if stage.strict:  # the caller asked for this stage or nothing: a 503, never a 500
@@ -90,7 +97,7 @@ def run_stages(
             trace.status, trace.error = "skipped", str(exc)
             context.warnings.append(f"stage {stage.name} was skipped: {exc}")
         trace.duration_ms = (time.perf_counter() - started) * 1000
-        trace.warnings = context.warnings[warnings_before:]
+        trace.warnings = context.warnings.snapshot()[warnings_before:]
         _count(trace, items, "out")
         trace.preview = _preview(items)
         traces.append(trace)
@@ -156,8 +163,3 @@ def to_stage_hit(fused: FusedHit, *, score: float | None = None, queries: tuple[
         fused=fused,
         matched_queries=queries,
     )
-
-
-def timed(fn: Callable[[], T]) -> tuple[T, float]:
-    started = time.perf_counter()
-    return fn(), (time.perf_counter() - started) * 1000

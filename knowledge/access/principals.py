@@ -1,59 +1,28 @@
-"""ACL values: tokens chunks carry, principals resolved by name within a tenant, connector defaults."""
+"""ACL values: the tokens a document's chunks carry, principals resolved by name within a tenant, and
+the ACL a connector gives documents whose source names none."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from django.db.models import Q
 
 from knowledge.connectors.types import SourceAcl
 from knowledge.models import Connector, Document, Principal, Tenant
-from retrieval_backends.types import PUBLIC_TOKEN
+from retrieval_backends.types import PUBLIC_TOKEN, principal_token
 
 MAX_ACL_NAMES = 1000
 PrincipalKey = tuple[str, str]  # (kind, external id)
 
 
 def tokens_for(*, is_public: bool, principal_ids: Iterable[int], kinds: Mapping[int, str]) -> list[str]:
-    """`public` plus `u:<id>` / `g:<id>` of each principal, sorted."""
-    tokens = {f"{'u' if kinds[pk] == Principal.Kind.USER else 'g'}:{pk}" for pk in principal_ids}
+    """`public` plus the token of each principal, sorted."""
+    tokens = {
+        principal_token(is_user=kinds[pk] == Principal.Kind.USER, principal_id=pk) for pk in principal_ids
+    }
     if is_public:
         tokens.add(PUBLIC_TOKEN)
     return sorted(tokens)
-
-
-def grants_of(through: Any, document_ids: Iterable[int]) -> dict[int, set[int]]:
-    """Each document's principal ids in a grants table (`allowed_principals` or `source_principals`)."""
-    found: dict[int, set[int]] = defaultdict(set)
-    for document_id, principal_id in through.objects.filter(document_id__in=list(document_ids)).values_list(
-        "document_id", "principal_id"
-    ):
-        found[document_id].add(principal_id)
-    return found
-
-
-def grants_replace(through: Any, grants: Mapping[int, Iterable[int]]) -> None:
-    """Each document's rows in a grants table (`allowed_principals` or `source_principals`) become
-    exactly the given principal ids; documents not named are untouched."""
-    if not grants:
-        return
-    through.objects.filter(document_id__in=list(grants)).delete()
-    through.objects.bulk_create(
-        [through(document_id=d, principal_id=p) for d, ids in grants.items() for p in sorted(ids)]
-    )
-
-
-def principal_kinds(principal_ids: Iterable[int]) -> dict[int, str]:
-    """The kind of each principal (what `tokens_for` needs)."""
-    return dict(Principal.objects.filter(pk__in=set(principal_ids)).values_list("pk", "kind"))
-
-
-def document_grants(document_ids: Iterable[int]) -> tuple[dict[int, set[int]], dict[int, str]]:
-    """Each document's granted principal ids, and the kind of every such principal (for `tokens_for`)."""
-    grants = grants_of(Document.allowed_principals.through, document_ids)
-    return grants, principal_kinds(p for found in grants.values() for p in found)
 
 
 def acl_tokens(*, is_public: bool, principals: Iterable[Principal]) -> list[str]:
