@@ -63,3 +63,21 @@ def test_celery_configuration_follows_the_recipe() -> None:
     with app.connection_for_write() as conn:
         conn.ensure_connection(max_retries=1)
         assert conn.connected and time.monotonic() < deadline
+
+
+def test_a_process_that_never_imported_the_tasks_still_sends_them_by_name() -> None:
+    """Celery's autodiscovery is lazy: a web process has not imported `knowledge.tasks` when its first
+    write enqueues. Sending by name must find the task anyway (it once fell through to "could not
+    enqueue", leaving every push to the reconciler)."""
+    script = (
+        "import django; django.setup()\n"
+        "from config.celery import app\n"
+        "from knowledge.services import enqueue\n"
+        "assert enqueue.SYNC_CONNECTOR not in app.tasks, 'the tasks were imported already'\n"
+        "app.conf.task_always_eager = True\n"
+        "assert enqueue.registered_task('knowledge.tasks.ping').apply_async().get() == 'pong'\n"
+        "assert enqueue.registered_task(enqueue.SYNC_CONNECTOR).name == enqueue.SYNC_CONNECTOR\n"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings"}
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

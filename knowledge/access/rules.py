@@ -3,7 +3,9 @@ admin's holds until cleared, whatever the source says meanwhile)."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, TypeVar
+
+T = TypeVar("T")
 
 
 class Overridable(Protocol):
@@ -14,3 +16,9 @@ class Overridable(Protocol):
 def source_acl_applies(document: Overridable) -> bool:
     """Whether a change of the document's source ACL changes its effective ACL."""
     return not document.acl_overridden
+
+
+def effective_after_source_change(document: Overridable, *, source: T, current: T) -> T:
+    """The document's effective ACL (or grants) once its source's became `source`: that, unless an
+    admin's override holds `current` in place."""
+    return source if source_acl_applies(document) else current

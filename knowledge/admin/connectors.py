@@ -13,8 +13,8 @@ from django.http import HttpRequest
 from knowledge.admin.base import ServiceDeleteAdmin, limit_choices
 from knowledge.models import Connector, Principal, SyncRun
 from knowledge.selectors.drift import connectors_with_drift
+from knowledge.services.connectors import connector_apply_default_acl
 from knowledge.services.deletion import connector_delete, connector_purge_run
-from knowledge.services.edits import connector_apply_default_acl
 from knowledge.services.enqueue import PURGE_CONNECTOR, SYNC_CONNECTOR, send_task
 
 

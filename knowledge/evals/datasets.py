@@ -10,9 +10,10 @@ from pathlib import Path
 from django.utils.text import slugify
 
 from knowledge.connectors import beir
-from knowledge.models import Connector, Document, Tenant
+from knowledge.models import Connector, Document, EvalCorpus, Tenant
 from knowledge.pipeline.active import active_embedder
 from knowledge.pipeline.registry import configured_name
+from knowledge.services.connectors import connector_ensure
 from knowledge.services.documents import document_hard_delete
 from knowledge.services.ingestion import IngestStats, documents_ingest
 
@@ -92,26 +93,26 @@ def corpus_ingest(
     connector's documents first: every chunk and vector is then made again.
     """
     tenant, _ = Tenant.objects.get_or_create(slug=tenant_slug, defaults={"name": tenant_slug})
-    connector, _ = Connector.objects.get_or_create(
-        tenant=tenant, name=CONNECTOR_NAME, defaults={"kind": Connector.Kind.API}
-    )
+    connector, _ = connector_ensure(tenant=tenant, name=CONNECTOR_NAME, kind=Connector.Kind.API)
+    record, _ = EvalCorpus.objects.get_or_create(connector=connector)
     wanted = corpus_fingerprint(root)
-    stored = {key: connector.config.get(key) for key in wanted}
+    stored = record.fingerprint()
     if stored == wanted and not force:
         return IngestOutcome(connector, reused=True, purged=0, stats=None)
     rebuild = force or any(stored[key] != wanted[key] for key in ("embedder", "chunker"))
     purged = _purge(connector) if rebuild else 0
     # The corpus stays unknown until the ingest completes, so an interrupted run is resumed.
-    _save_config(connector, **{**wanted, "corpus_hash": None})
+    _record(record, corpus_hash="", embedder=wanted["embedder"], chunker=wanted["chunker"])
     stats = documents_ingest(connector=connector, documents=beir.iter_corpus(root), on_progress=on_progress)
     purged += _drop_missing(connector, root)
-    _save_config(connector, corpus_hash=wanted["corpus_hash"], documents=stats.documents)
+    _record(record, corpus_hash=wanted["corpus_hash"], documents=stats.documents)
     return IngestOutcome(connector, reused=False, purged=purged, stats=stats)
 
 
-def _save_config(connector: Connector, **values: object) -> None:
-    connector.config = {**connector.config, **values}
-    connector.save(update_fields=["config"])
+def _record(record: EvalCorpus, **values: str | int) -> None:
+    for name, value in values.items():
+        setattr(record, name, value)
+    record.save(update_fields=[*values, "updated_at"])
 
 
 def _drop_missing(connector: Connector, root: Path) -> int:

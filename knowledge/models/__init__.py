@@ -4,6 +4,7 @@ from knowledge.models.api_keys import ApiKey
 from knowledge.models.connectors import Connector
 from knowledge.models.documents import Chunk, ChunkEmbedding, Document
 from knowledge.models.embedding_state import ActiveEmbedder, ReindexJob
+from knowledge.models.eval_corpora import EvalCorpus
 from knowledge.models.index_sync import IndexTombstone, SyncRun
 from knowledge.models.keyword_stats import KeywordStatistics, KeywordTerm
 from knowledge.models.policies import DocumentPolicy
@@ -19,6 +20,7 @@ __all__ = [
     "Document",
     "DocumentPolicy",
     "Environment",
+    "EvalCorpus",
     "IndexTombstone",
     "KeywordStatistics",
     "KeywordTerm",

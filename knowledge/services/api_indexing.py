@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import IntegrityError, transaction
-
 from knowledge.connectors.types import SourceAcl, SourceDocument
 from knowledge.errors import Conflict
 from knowledge.models import Connector, Tenant
+from knowledge.services.connectors import connector_ensure
 from knowledge.services.documents import UpsertResult
 from knowledge.services.writes import source_write
 
@@ -22,13 +21,7 @@ def api_connector(*, tenant: Tenant) -> Connector:
         folder or web connector called "api"): API pushes never land in a pull connector, whose
         syncs would prune or re-permission them.
     """
-    try:
-        with transaction.atomic():
-            connector, _ = Connector.objects.get_or_create(
-                tenant=tenant, name=API_CONNECTOR_NAME, defaults={"kind": Connector.Kind.API}
-            )
-    except IntegrityError:  # created concurrently
-        connector = Connector.objects.get(tenant=tenant, name=API_CONNECTOR_NAME)
+    connector, _ = connector_ensure(tenant=tenant, name=API_CONNECTOR_NAME, kind=Connector.Kind.API)
     if connector.kind != Connector.Kind.API:
         raise Conflict(
             f"the tenant's connector named {API_CONNECTOR_NAME!r} is a {connector.kind} connector; API "

@@ -14,7 +14,9 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from knowledge.access.grants import effective_grants_set
 from knowledge.access.principals import principals_acl
+from knowledge.access.rules import source_acl_applies
 from knowledge.connectors.types import SourceDocument
 from knowledge.errors import InvalidInput
 from knowledge.models import Connector, Document, DocumentPolicy, Environment, Principal
@@ -151,7 +153,7 @@ def document_set_acl(
         locked.acl_override_at = timezone.now()
         locked.acl_override_by = actor[:150]
         locked.save(update_fields=["is_public", "acl_override_at", "acl_override_by", "updated_at"])
-        locked.allowed_principals.set(listed)
+        effective_grants_set(locked, listed)
         policy_record_acl(document=locked, is_public=is_public, principals=listed, actor=actor)
         document_access_sync(document=locked)
     return locked
@@ -165,7 +167,7 @@ def document_clear_acl_override(*, document: Document) -> Document:
         locked.acl_override_at = None
         locked.acl_override_by = ""
         locked.save(update_fields=["is_public", "acl_override_at", "acl_override_by", "updated_at"])
-        locked.allowed_principals.set(list(locked.source_principals.all()))
+        effective_grants_set(locked, locked.source_principals.all())
         policy_clear_acl(connector_id=locked.connector_id, external_id=locked.external_id)
         document_access_sync(document=locked)
     return locked
@@ -181,7 +183,7 @@ def document_policy_clear(*, policy: DocumentPolicy, acl: bool = False, deletion
             return
         document = document or policy_document_locked(policy)  # a sync may have brought it back meanwhile
         if acl:
-            if document is not None and document.acl_overridden:
+            if document is not None and not source_acl_applies(document):
                 document_clear_acl_override(document=document)
             policy_clear_acl(connector_id=connector_id, external_id=external_id)
         if deletion:

@@ -1,15 +1,14 @@
-"""Admin edits of documents and connectors, expressed through the write service and ACL services."""
+"""Admin edits of documents, expressed through the write service and ACL services."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from knowledge.access.principals import connector_default_acl, principals_acl
+from knowledge.access.principals import principals_acl
 from knowledge.connectors.types import SourceAcl, SourceDocument
 from knowledge.errors import InvalidInput
 from knowledge.models import Connector, Document, Principal
-from knowledge.services.source_acls import documents_source_acl_set
 from knowledge.services.writes import source_write
 
 CONTENT_FIELDS = ("title", "source_url", "content", "metadata", "language", "environment")
@@ -63,22 +62,3 @@ def document_admin_update(*, document: Document, values: dict[str, Any]) -> Docu
         source_updated_at=document.source_updated_at,
     )
     return source_write(connector=document.connector, source=source)[0]
-
-
-def connector_apply_default_acl(*, connector: Connector, batch_size: int = 500) -> int:
-    """Give the connector's documents that use its default ACL the current default (admin overrides
-    are kept; a document whose ACL a sync took from its source meanwhile is left alone, re-checked
-    under its row lock); returns how many documents' effective ACL was set."""
-    acl = connector_default_acl(connector=connector)
-    documents = Document.objects.filter(connector=connector, acl_origin=Document.AclOrigin.CONNECTOR)
-    pks = list(documents.values_list("pk", flat=True).order_by("pk"))
-    changed = 0
-    for start in range(0, len(pks), batch_size):
-        changed += documents_source_acl_set(
-            tenant_id=connector.tenant_id,
-            document_ids=pks[start : start + batch_size],
-            acl=acl,
-            origin=Document.AclOrigin.CONNECTOR,
-            only_origin=Document.AclOrigin.CONNECTOR,
-        )
-    return changed

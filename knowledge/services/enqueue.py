@@ -24,10 +24,18 @@ SYNC_CONNECTOR = "knowledge.tasks.sync_connector"
 PURGE_CONNECTOR = "knowledge.tasks.purge_connector"
 
 
+def registered_task(name: str) -> Any:
+    """The task registered under `name`. A process that is not a worker (gunicorn, a command) has
+    not imported the apps' task modules yet: Celery's autodiscovery is lazy, so run it first."""
+    if name not in app.tasks:
+        app.loader.import_default_modules()
+    return app.tasks[name]
+
+
 def send_task(name: str, *args: Any) -> bool:
     """Send the task registered under `name` now; False (logged) when the broker cannot take it."""
     try:
-        app.tasks[name].apply_async(args=args, retry=False)
+        registered_task(name).apply_async(args=args, retry=False)
     except Exception as exc:  # any broker failure: the reconciler covers for the lost message
         logger.warning("could not enqueue %s (%s); the reconciler will do it", name, exc)
         return False

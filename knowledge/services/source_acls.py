@@ -9,6 +9,7 @@ from django.db import transaction
 
 from knowledge.access.grants import grants_replace
 from knowledge.access.principals import acl_keys, principals_resolve
+from knowledge.access.rules import source_acl_applies
 from knowledge.connectors.types import SourceAcl
 from knowledge.models import Document
 from knowledge.services.access import documents_access_sync
@@ -33,7 +34,7 @@ def documents_source_acl_set(
         pks = [d.pk for d in locked]
         Document.objects.filter(pk__in=pks).update(source_is_public=acl.public, acl_origin=origin)
         grants_replace(Document.source_principals.through, {pk: principal_ids for pk in pks})
-        free = [d.pk for d in locked if not d.acl_overridden]
+        free = [d.pk for d in locked if source_acl_applies(d)]
         Document.objects.filter(pk__in=free).update(is_public=acl.public)
         grants_replace(Document.allowed_principals.through, {pk: principal_ids for pk in free})
         documents_access_sync(document_ids=free)

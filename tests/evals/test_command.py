@@ -13,7 +13,7 @@ from django.core.management import CommandError, call_command
 
 from knowledge.evals.configs import CONFIGS
 from knowledge.evals.datasets import FIXTURE_DIR, FIXTURE_TENANT, corpus_ingest, load_dataset
-from knowledge.models import Connector
+from knowledge.models import Connector, EvalCorpus
 from knowledge.pipeline.active import active_embedder, embedder_for, forget_active_embedder
 from knowledge.pipeline.embedders.local import MODEL_PACKAGE, TOKENIZER_PACKAGE
 from knowledge.pipeline.registry import configured_name
@@ -132,13 +132,13 @@ def test_a_new_embedder_or_chunker_reingests_and_an_unchanged_corpus_is_reused()
     assert not first.reused and first.stats is not None and first.stats.written >= 40
     assert corpus_ingest(root=FIXTURE_DIR, tenant_slug=FIXTURE_TENANT).reused
     for key in ("embedder", "chunker"):
-        config = Connector.objects.get(pk=first.connector.pk).config
-        Connector.objects.filter(pk=first.connector.pk).update(config={**config, key: "old"})
+        EvalCorpus.objects.filter(connector=first.connector).update(**{key: "old"})
         again = corpus_ingest(root=FIXTURE_DIR, tenant_slug=FIXTURE_TENANT)
         assert again.purged == first.stats.written and again.stats is not None
         assert again.stats.written == first.stats.written
-    config = Connector.objects.get(pk=first.connector.pk).config
-    assert config["embedder"] == active_embedder().name and config["chunker"] == configured_name("chunker")
+    record = EvalCorpus.objects.get(connector=first.connector)
+    assert record.embedder == active_embedder().name and record.chunker == configured_name("chunker")
+    assert Connector.objects.get(pk=first.connector.pk).config == {}  # an api connector takes none
     forced = corpus_ingest(root=FIXTURE_DIR, tenant_slug=FIXTURE_TENANT, force=True)
     assert forced.purged == first.stats.written and not forced.reused
 

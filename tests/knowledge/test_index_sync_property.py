@@ -29,8 +29,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from knowledge.models import Chunk, Connector, Document, Principal, Tenant
 from knowledge.pipeline.active import active_embedder
 from knowledge.services.connector_sync import connector_sync
+from knowledge.services.connectors import connector_apply_default_acl
 from knowledge.services.documents import document_restore, document_soft_delete, document_upsert
-from knowledge.services.edits import connector_apply_default_acl
 from knowledge.services.index_sync import index_reconcile
 from knowledge.services.index_sync.push import documents_push
 from retrieval_backends.opensearch import OpenSearchRetrievalBackend

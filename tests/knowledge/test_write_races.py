@@ -219,7 +219,7 @@ def test_a_connector_default_never_overwrites_an_acl_a_sync_just_took_from_the_s
     from its ACL file holds the row. Re-applying the (public) default must re-check the origin once
     it has the lock, not overwrite the file's narrower ACL."""
     from knowledge.connectors.types import SourceAcl, SourceDocument
-    from knowledge.services.edits import connector_apply_default_acl
+    from knowledge.services.connectors import connector_apply_default_acl
     from knowledge.services.writes import documents_write
 
     connector = ConnectorFactory.create(kind="filesystem", config={"path": "/srv/x"}, default_is_public=True)

@@ -14,7 +14,8 @@ from knowledge.connectors import beir, files
 from knowledge.connectors.filesystem import FilesystemKind
 from knowledge.connectors.types import SourceDocument, SourceError
 from knowledge.errors import KnowledgeError
-from knowledge.models import Connector, Tenant
+from knowledge.models import Connector, Principal, Tenant
+from knowledge.services.connectors import connector_ensure, connector_set_default_acl
 from knowledge.services.writes import WriteStats, documents_write
 
 MAX_ERRORS_SHOWN = 20
@@ -76,18 +77,16 @@ class Command(BaseCommand):
         return files.iter_files(paths, errors)
 
     def _connector(self, tenant: Tenant, name: str, defaults: dict[str, Any]) -> Connector:
-        connector, _ = Connector.objects.get_or_create(tenant=tenant, name=name, defaults=defaults)
-        return connector
+        return connector_ensure(tenant=tenant, name=name, **defaults)[0]
 
     def _set_default_acl(self, connector: Connector, options: dict[str, Any]) -> None:
         if not (options["public"] or options["user"] or options["group"]):
             return
         keys = [("user", u) for u in options["user"]] + [("group", g) for g in options["group"]]
-        connector.default_is_public = options["public"]
-        connector.save(update_fields=["default_is_public"])
-        connector.default_principals.set(
-            list(principals_resolve(tenant=connector.tenant_id, keys=keys).values())
+        principals = Principal.objects.filter(
+            pk__in=principals_resolve(tenant=connector.tenant_id, keys=keys).values()
         )
+        connector_set_default_acl(connector=connector, is_public=options["public"], principals=principals)
 
     def _run(self, connector: Connector, documents: Any, total: int | None, batch_size: int) -> WriteStats:
         with tqdm(total=total, unit="doc", desc=f"ingest → {connector}", disable=None) as bar:

@@ -10,6 +10,7 @@ from django.db import transaction
 
 from knowledge.models import ApiKey, Connector, Document, Environment, Principal, Tenant
 from knowledge.services.connector_sync import connector_sync
+from knowledge.services.connectors import connector_ensure, connector_update
 from knowledge.services.documents import document_set_acl, document_upsert
 
 HANDBOOK = Path(__file__).resolve().parents[2] / "demo_data" / "handbook"
@@ -113,7 +114,7 @@ class Command(BaseCommand):
             s: Environment.objects.get_or_create(tenant=tenant, slug=s, defaults={"name": s.title()})[0]
             for s in ("production", "staging")
         }
-        connector, _ = Connector.objects.get_or_create(tenant=tenant, name="api", defaults={"kind": "api"})
+        connector, _ = connector_ensure(tenant=tenant, name="api", kind=Connector.Kind.API)
         principals: dict[str, Principal] = {}
         for group_name, members in PEOPLE[slug].items():
             group, _ = Principal.objects.get_or_create(
@@ -142,16 +143,17 @@ class Command(BaseCommand):
         """A filesystem connector over the demo handbook (public by default; `security/` has an ACL
         file for the engineering group), synced once now and hourly by the worker."""
         path = str(HANDBOOK)
-        connector, created = Connector.objects.get_or_create(
+        connector, created = connector_ensure(
             tenant=tenant,
             name="handbook-folder",
-            defaults={"kind": "filesystem", "config": {"path": path}, "default_is_public": True},
+            kind=Connector.Kind.FILESYSTEM,
+            config={"path": path},
+            default_is_public=True,
         )
         if not created and _stale_demo_path(connector.config.get("path"), path):
-            Connector.objects.filter(pk=connector.pk).update(
-                config={"path": path}, enabled=True, default_is_public=True
+            connector = connector_update(
+                connector=connector, config={"path": path}, enabled=True, default_is_public=True
             )
-            connector.refresh_from_db()
         if connector.enabled and connector.config.get("path") == path:
             connector_sync(connector=connector)
             _seed_admin_decision(connector)

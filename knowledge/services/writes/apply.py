@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from knowledge.access.grants import grants_of, grants_replace, principal_kinds
 from knowledge.access.principals import acl_keys, principals_resolve, tokens_for
+from knowledge.access.rules import effective_after_source_change, source_acl_applies
 from knowledge.models import Connector, Document, DocumentPolicy
 from knowledge.services.access import documents_access_sync
 from knowledge.services.chunks import PreparedChunks, chunks_replace
@@ -116,11 +117,9 @@ def _plan(
     returned = _admin_decisions(row, policy, values)
     if returned is not None:
         effective = returned
-    elif row.acl_overridden:
-        effective = effective_now
     else:
-        effective = source_grants
-        values["is_public"] = acl.public
+        effective = effective_after_source_change(row, source=source_grants, current=effective_now)
+        values["is_public"] = effective_after_source_change(row, source=acl.public, current=row.is_public)
     changed = [name for name, value in values.items() if getattr(row, name) != value]
     effective_changed = effective != effective_now
     return _Plan(
@@ -148,7 +147,7 @@ def _admin_decisions(row: Document, policy: DocumentPolicy | None, values: dict[
             values.update(deleted_at=policy.deleted_at, deletion_origin=Document.DeletionOrigin.ADMIN)
     elif row.deleted_at is not None and row.deletion_origin != Document.DeletionOrigin.ADMIN:
         values.update(deleted_at=None, deletion_origin=Document.DeletionOrigin.NONE)
-    if policy is None or not policy.overrides_acl or row.acl_overridden:
+    if policy is None or not policy.overrides_acl or not source_acl_applies(row):
         return None
     values.update(
         acl_override_at=policy.acl_override_at,
