@@ -391,11 +391,12 @@ def service_paths(scope: Any) -> dict[str, Callable[[Any], Any]]:
 def latency_paths(tenant_id: int, long_queries: bool) -> dict[str, Callable[[Any], Any]]:
     from bench import opensearch_paths as raw
     from knowledge.store.search.keyword import keyword_search as ts_rank_lane
+    from retrieval_backends.base import ExternalIndex
     from retrieval_backends.registry import get_backend
 
     scope = scope_for(tenant_id, "v100")
     paths = service_paths(scope)
-    if get_backend().name == "opensearch":
+    if isinstance(get_backend(), ExternalIndex):  # its raw baseline is the index's own query
         paths["raw_vector"] = lambda q: raw.raw_vector(q[0], LIMIT, DIM)
         paths["raw_keyword"] = lambda q: raw.raw_keyword(q[1], LIMIT)
         return paths
@@ -431,11 +432,12 @@ def measure_visibility(
 ) -> dict[str, Any]:
     """Filtered lane vs unfiltered HNSW (interleaved), each scored against exact search."""
     from bench.opensearch_paths import raw_vector
+    from retrieval_backends.base import ExternalIndex
     from retrieval_backends.registry import get_backend
 
     backend, scope, token = get_backend(), scope_for(tenant_id, VISIBILITY[level]), VISIBILITY[level]
     unfiltered: Callable[[Any], Any] = lambda q: sql_ids(RAW_VECTOR, [vector_text(q[0])])  # noqa: E731
-    if backend.name == "opensearch":
+    if isinstance(backend, ExternalIndex):
         unfiltered = lambda q: raw_vector(q[0], LIMIT, DIM)  # noqa: E731
     runs = run_interleaved(
         queries,

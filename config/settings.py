@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from config import env as cfg
+from config.plugins import plugin_table
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 cfg.read_dotenv(BASE_DIR)
@@ -100,14 +101,15 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 # --- Retrieval ---------------------------------------------------------------------------------------
-RETRIEVAL_BACKEND_NAME = env.str("KNOWLEDGE_RETRIEVAL_BACKEND", default="postgres").strip()
+# The serving backend: an alias of RETRIEVAL_BACKENDS or a dotted path to a KnowledgeRetrievalBackend.
+RETRIEVAL_BACKEND = env.str("KNOWLEDGE_RETRIEVAL_BACKEND", default="postgres").strip()
 KNOWLEDGE_LANE_TIMEOUT_MS = cfg.positive_int("KNOWLEDGE_LANE_TIMEOUT_MS", 2000)
 # A whole search's time budget (its lanes, planned queries and stages; LLM stages included).
 KNOWLEDGE_SEARCH_DEADLINE_MS = cfg.positive_int("KNOWLEDGE_SEARCH_DEADLINE_MS", 20000)
 # Each backend gets only its own options (like Django's STORAGES aliases).
 RETRIEVAL_BACKENDS: dict[str, dict[str, Any]] = {
     "postgres": {
-        "BACKEND": "retrieval_backends.postgres.PostgresRetrievalBackend",
+        "CLASS": "retrieval_backends.postgres.PostgresRetrievalBackend",
         "OPTIONS": {
             "lane_timeout_ms": KNOWLEDGE_LANE_TIMEOUT_MS,
             "exact_scan_max_rows": cfg.positive_int("KNOWLEDGE_EXACT_SCAN_MAX_ROWS", 5000),
@@ -117,7 +119,7 @@ RETRIEVAL_BACKENDS: dict[str, dict[str, Any]] = {
         },
     },
     "opensearch": {
-        "BACKEND": "retrieval_backends.opensearch.OpenSearchRetrievalBackend",
+        "CLASS": "retrieval_backends.opensearch.OpenSearchRetrievalBackend",
         "OPTIONS": {
             "url": cfg.http_url("OPENSEARCH_URL", "http://127.0.0.1:9200"),
             "username": env.str("OPENSEARCH_USERNAME", default=""),
@@ -129,11 +131,6 @@ RETRIEVAL_BACKENDS: dict[str, dict[str, Any]] = {
             "lane_timeout_ms": KNOWLEDGE_LANE_TIMEOUT_MS,
         },
     },
-}
-RETRIEVAL_BACKEND_ALIASES = {name: config["BACKEND"] for name, config in RETRIEVAL_BACKENDS.items()}
-RETRIEVAL_BACKEND: dict[str, Any] = RETRIEVAL_BACKENDS.get(RETRIEVAL_BACKEND_NAME) or {
-    "BACKEND": RETRIEVAL_BACKEND_NAME,  # a dotted path to a custom backend
-    "OPTIONS": {},
 }
 # Pipeline plugins: unset means plugins.json, then the built-in default (see knowledge/pipeline/registry.py).
 KNOWLEDGE_EMBEDDER = env.str("KNOWLEDGE_EMBEDDER", default=None)
@@ -181,6 +178,8 @@ KNOWLEDGE_CHUNK_TOKENS = cfg.positive_int("KNOWLEDGE_CHUNK_TOKENS", 256)
 KNOWLEDGE_CHUNK_OVERLAP = cfg.positive_int("KNOWLEDGE_CHUNK_OVERLAP", 32)
 KNOWLEDGE_MAX_CONTENT_CHARS = cfg.positive_int("KNOWLEDGE_MAX_CONTENT_CHARS", 2_000_000)
 KNOWLEDGE_MAX_CLIENT_CHUNK_CHARS = cfg.positive_int("KNOWLEDGE_MAX_CLIENT_CHUNK_CHARS", 100_000)
+# Pipeline plugins by layer and alias, {"CLASS", "OPTIONS"} each, options from the values above.
+KNOWLEDGE_PLUGINS = plugin_table(globals())
 
 # --- REST API ----------------------------------------------------------------------------------------
 KNOWLEDGE_MAX_REQUEST_BYTES = cfg.positive_int("KNOWLEDGE_MAX_REQUEST_BYTES", 10 * 1024 * 1024)

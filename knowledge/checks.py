@@ -7,17 +7,19 @@ from typing import Any
 
 from django.apps import AppConfig
 from django.core.checks import CheckMessage, Error
+from django.core.exceptions import ImproperlyConfigured
 
 from knowledge.pipeline.registry import LAYERS, env_variable, plugins_file
+from knowledge.pipeline.stages.registry import configured_stages
 from knowledge.pipeline.validation import validate_pipeline
 
 
 def plugin_hint(layer: str) -> str:
     """What to change to fix a layer's plugin."""
-    names = ", ".join(sorted(LAYERS[layer][1]))
+    names = ", ".join(sorted(LAYERS[layer].aliases()))
     return (
         f"Set {env_variable(layer)} or the {layer!r} entry of {plugins_file()} to one of {names}, or to the "
-        f"dotted path of a {LAYERS[layer][0].__name__} subclass; `manage.py doctor` checks it in full."
+        f"dotted path of a {LAYERS[layer].base.__name__} subclass; `manage.py doctor` checks it in full."
     )
 
 
@@ -43,10 +45,6 @@ def check_pipeline_stages(
     app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
 ) -> list[CheckMessage]:
     """The configured stages import, take their options, and come in order (query stages first)."""
-    from django.core.exceptions import ImproperlyConfigured
-
-    from knowledge.pipeline.stages.registry import configured_stages
-
     try:
         configured_stages()
     except ImproperlyConfigured as exc:

@@ -1,50 +1,43 @@
-"""The deployment-wide retrieval backend, built once from settings.RETRIEVAL_BACKEND (like CACHES)."""
+"""Retrieval backends by alias (settings.RETRIEVAL_BACKENDS, like CACHES); RETRIEVAL_BACKEND serves."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from functools import lru_cache
-from typing import Any
-
 from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
-from django.utils.module_loading import import_string
 
+from knowledge.plugins import Plugins, PluginSpec, on_reset, process_singleton
 from retrieval_backends.base import KnowledgeRetrievalBackend
 
-
-def load_backend_class(path: str) -> type[KnowledgeRetrievalBackend]:
-    """Import a backend class by dotted path, turning failures into ImproperlyConfigured."""
-    try:
-        cls = import_string(path)
-    except ImportError as exc:
-        aliases = ", ".join(sorted(getattr(settings, "RETRIEVAL_BACKEND_ALIASES", {})))
-        raise ImproperlyConfigured(
-            f"KNOWLEDGE_RETRIEVAL_BACKEND: cannot import {path!r} ({exc}). "
-            f"Use one of: {aliases}, or a dotted path to a KnowledgeRetrievalBackend subclass."
-        ) from exc
-    if not (isinstance(cls, type) and issubclass(cls, KnowledgeRetrievalBackend)):
-        raise ImproperlyConfigured(f"{path!r} is not a KnowledgeRetrievalBackend subclass.")
-    return cls
+BACKENDS: Plugins[KnowledgeRetrievalBackend] = Plugins(
+    "retrieval backend", KnowledgeRetrievalBackend, "RETRIEVAL_BACKENDS"
+)
 
 
-def build_backend(config: Mapping[str, Any]) -> KnowledgeRetrievalBackend:
-    """Instantiate a backend from a {"BACKEND": ..., "OPTIONS": {...}} mapping."""
-    path = config.get("BACKEND")
-    if not isinstance(path, str) or not path:
-        raise ImproperlyConfigured("RETRIEVAL_BACKEND['BACKEND'] must be a dotted path.")
-    options = config.get("OPTIONS") or {}
-    if not isinstance(options, dict):
-        raise ImproperlyConfigured("RETRIEVAL_BACKEND['OPTIONS'] must be a dict.")
-    return load_backend_class(path)(**options)
+def serving_spec() -> PluginSpec:
+    """The serving backend's choice: settings.RETRIEVAL_BACKEND (an alias, a dotted path, or an entry)."""
+    return BACKENDS.spec(settings.RETRIEVAL_BACKEND, "KNOWLEDGE_RETRIEVAL_BACKEND")
 
 
-@lru_cache(maxsize=1)
+def load_backend_class(spec: PluginSpec | None = None) -> type[KnowledgeRetrievalBackend]:
+    """The class of a backend choice (the serving one by default); ImproperlyConfigured says why not."""
+    return BACKENDS.load(spec or serving_spec())
+
+
+@process_singleton
+def backend(alias: str | None = None) -> KnowledgeRetrievalBackend:
+    """One process-wide instance per alias; `None` is the serving backend. A bench or an operator tool
+    can hold two at once (the same corpus on both backends) without touching the serving setting."""
+    spec = serving_spec() if alias is None else BACKENDS.spec(alias, "the caller")
+    return BACKENDS.build(spec)
+
+
 def get_backend() -> KnowledgeRetrievalBackend:
-    """The one backend instance of this process."""
-    return build_backend(settings.RETRIEVAL_BACKEND)
+    """The serving backend of this process."""
+    return backend()
 
 
 def reset_backend() -> None:
-    """Forget the cached instance (tests and settings changes)."""
-    get_backend.cache_clear()
+    """Forget the cached instances (tests and settings changes)."""
+    backend.cache_clear()  # type: ignore[attr-defined]
+
+
+on_reset(reset_backend)

@@ -8,20 +8,18 @@ import pytest
 from django.test import Client
 
 from knowledge.pipeline.active import forget_active_embedder
-from knowledge.pipeline.registry import reset_pipeline
+from knowledge.plugins import reset_process_singletons
 from knowledge.search.executor import close_search_connections
-from retrieval_backends.registry import reset_backend
 from tests.factories import UserFactory
 
 
 @pytest.fixture(autouse=True)
 def _fresh_registries() -> Iterator[None]:
-    reset_backend()
-    reset_pipeline()
+    """Every process-wide plugin instance (backends, pipeline layers, connector kinds) built afresh."""
+    reset_process_singletons()
     forget_active_embedder()
     yield
-    reset_backend()
-    reset_pipeline()
+    reset_process_singletons()
     forget_active_embedder()
 
 

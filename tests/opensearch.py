@@ -30,7 +30,7 @@ def node_or_skip() -> None:
 
 def backend_config(prefix: str, **options: object) -> dict[str, object]:
     return {
-        "BACKEND": BACKEND,
+        "CLASS": BACKEND,
         "OPTIONS": {"url": URL, "index_prefix": prefix, "lane_timeout_ms": 5000, **options},
     }
 

@@ -1,27 +1,25 @@
-"""Connector kinds by name (like Django's backends: one class per integration, looked up by its key)."""
+"""Connector kinds by name: the aliases of settings.KNOWLEDGE_PLUGINS["connector"], one stateless
+class per integration, loaded by the shared plugin loader."""
 
 from __future__ import annotations
 
-from functools import cache
-
-from django.utils.module_loading import import_string
-
 from knowledge.connectors.base import ConnectorKind
+from knowledge.plugins import Plugins, process_singleton
 
-KINDS = {
-    "api": "knowledge.connectors.api.ApiKind",
-    "filesystem": "knowledge.connectors.filesystem.FilesystemKind",
-    "web": "knowledge.connectors.web.WebKind",
-}
+KINDS: Plugins[ConnectorKind] = Plugins("connector kind", ConnectorKind, "KNOWLEDGE_PLUGINS", "connector")
 
 
-@cache
+@process_singleton
 def connector_kind(name: str) -> ConnectorKind:
     """The kind's (stateless) instance; KeyError for an unknown kind."""
-    cls = import_string(KINDS[name])
-    assert issubclass(cls, ConnectorKind)
-    return cls()
+    if name not in KINDS.aliases():
+        raise KeyError(name)
+    return KINDS.build(KINDS.spec(name, f"connector kind {name!r}"))
+
+
+def kind_names() -> list[str]:
+    return list(KINDS.aliases())
 
 
 def kind_choices() -> list[tuple[str, str]]:
-    return [(name, connector_kind(name).label) for name in KINDS]
+    return [(name, connector_kind(name).label) for name in kind_names()]

@@ -7,7 +7,7 @@ from datetime import timedelta
 from django.core.exceptions import ValidationError
 from django.db import models
 
-from knowledge.connectors.registry import KINDS, connector_kind
+from knowledge.connectors.registry import connector_kind, kind_names
 from knowledge.json_values import json_problem
 from knowledge.models.principals import Principal
 from knowledge.models.tenancy import Environment, Tenant
@@ -69,7 +69,7 @@ class Connector(models.Model):
     @property
     def pulls(self) -> bool:
         """Whether workers sync this connector from its source (the API kind is pushed to)."""
-        return self.kind in KINDS and connector_kind(self.kind).pulls
+        return self.kind in kind_names() and connector_kind(self.kind).pulls
 
     def clean(self) -> None:
         errors: dict[str, str] = {}
@@ -78,7 +78,7 @@ class Connector(models.Model):
         problem = json_problem(self.config)
         if problem:
             raise ValidationError({"config": problem})
-        if self.kind in KINDS:
+        if self.kind in kind_names():
             errors.update(connector_kind(self.kind).validate_config(self.config))
         if self.environment is not None and self.tenant_id and self.environment.tenant_id != self.tenant_id:
             errors["environment"] = "The environment belongs to another tenant."

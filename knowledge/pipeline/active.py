@@ -15,6 +15,7 @@ from django.db import DatabaseError
 from knowledge.models import ActiveEmbedder
 from knowledge.pipeline.embedders.base import Embedder
 from knowledge.pipeline.registry import build, configured_name
+from knowledge.plugins import on_reset
 
 REFRESH_SECONDS = 5.0
 _lock = threading.Lock()
@@ -53,3 +54,6 @@ def forget_active_embedder() -> None:
     with _lock:
         _cached = None
     embedder_for.cache_clear()
+
+
+on_reset(forget_active_embedder)

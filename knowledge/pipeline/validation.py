@@ -53,8 +53,8 @@ def validate_layer(layer: str, *, deep: bool = False) -> LayerReport:
         cls = load_class(choice)
     except ImproperlyConfigured as exc:
         return LayerReport(layer, choice, (str(exc),))
-    label = f"{layer} {choice.name!r} (from {choice.source}): "
-    base, method = LAYERS[layer][0], REQUIRED_METHOD[layer]
+    label = f"{layer} {choice.name!r} (from {choice.origin}): "
+    base, method = LAYERS[layer].base, REQUIRED_METHOD[layer]
     if getattr(cls, method, None) is getattr(base, method):
         missing = f"{choice.path} does not implement {method}(), which every {base.__name__} must provide."
         return LayerReport(layer, choice, (label + missing,))

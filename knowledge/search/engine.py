@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from typing import TypeVar
 
 from django.conf import settings
@@ -28,6 +27,7 @@ from knowledge.pipeline.stages.hits import CompressorStage, RerankerStage
 from knowledge.pipeline.stages.registry import configured_stages
 from knowledge.pipeline.stages.types import PlannedQuery, StageContext, StageHit, StageTrace
 from knowledge.pipeline.types import Query
+from knowledge.plugins import process_singleton
 from knowledge.search.data import SearchData
 from knowledge.search.hydrate import hydrate_hits
 from knowledge.search.lanes import LANES, LaneRequest, Retrieved, VectorQuery, retrieve, vector_query
@@ -45,13 +45,13 @@ LANE_TEXT_PER_RESULT = 2
 H = TypeVar("H")
 
 
-@lru_cache(maxsize=1)
+@process_singleton
 def _configured() -> tuple[Stage, ...]:
     return tuple(configured_stages())
 
 
 def forget_configured_stages() -> None:
-    _configured.cache_clear()
+    _configured.cache_clear()  # type: ignore[attr-defined]
 
 
 def search_chunks(

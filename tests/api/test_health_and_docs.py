@@ -35,7 +35,7 @@ def test_health_ignores_a_bad_key(db: None) -> None:
 
 
 def test_failing_backend_is_503_naming_it(db: None) -> None:
-    with override_settings(RETRIEVAL_BACKEND={"BACKEND": f"{__name__}.UnhealthyBackend", "OPTIONS": {}}):
+    with override_settings(RETRIEVAL_BACKEND=f"{__name__}.UnhealthyBackend"):
         reset_backend()
         response = APIClient().get("/api/v1/health")
     assert response.status_code == 503

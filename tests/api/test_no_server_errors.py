@@ -69,7 +69,7 @@ def test_a_search_whose_every_lane_timed_out_is_a_503(api: APIClient, tenant: Te
     document_upsert(
         connector=ConnectorFactory.create(tenant=tenant), external_id="a", content="ferry", is_public=True
     )
-    backend = {"BACKEND": "tests.knowledge.fake_backends.SlowLanesBackend", "OPTIONS": {}}
+    backend = "tests.knowledge.fake_backends.SlowLanesBackend"
     with override_settings(RETRIEVAL_BACKEND=backend):
         reset_backend()
         response = search(api)

@@ -112,7 +112,7 @@ def test_explain_names_the_configured_fuser_and_its_terms(
     finally:
         reset_pipeline()
     assert result["explain"]["fusion"] == "rrf"
-    k = settings.KNOWLEDGE_RRF_K
+    k = settings.KNOWLEDGE_PLUGINS["fuser"]["rrf"]["OPTIONS"]["k"]
     assert result["explain"]["fusion_terms"] == pytest.approx({"vector": 1 / (k + 1), "keyword": 1 / (k + 1)})
     assert result["rrf_score"] == pytest.approx(2 / (k + 1))
 

@@ -15,6 +15,7 @@ from knowledge.search import search_chunks
 from retrieval_backends.types import SearchScope
 from tests.api.conftest import assert_error, post
 from tests.embedding_stub import FakeEmbeddingServer, Fault, embedding_server
+from tests.plugins import plugin_options
 
 OVERLOADED = Fault(status=503, body={"error": {"message": "the embedding service is overloaded"}})
 
@@ -26,10 +27,8 @@ def hosted(settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeEmbeddingS
         monkeypatch.delenv(name, raising=False)
     with embedding_server() as server:
         settings.KNOWLEDGE_EMBEDDER = "openai"
-        settings.KNOWLEDGE_OPENAI_BASE_URL = f"{server.root}/v1"
-        settings.KNOWLEDGE_OPENAI_MODEL = "m"
-        settings.KNOWLEDGE_OPENAI_DIMENSION = server.dimension
-        settings.KNOWLEDGE_HTTP_EMBEDDER_RETRIES = 0
+        options = {"base_url": f"{server.root}/v1", "model": "m", "dimension": server.dimension}
+        plugin_options(settings, "embedder", "openai", **options, max_retries=0)
         forget_active_embedder()
         yield server
     forget_active_embedder()

@@ -20,6 +20,7 @@ from retrieval_backends.types import SearchScope
 from tests.embedding_stub import Fault, embedding_server
 from tests.factories import ConnectorFactory, TenantFactory
 from tests.knowledge.fake_backends import RecordingIndexBackend
+from tests.plugins import plugin_options
 
 pytestmark = pytest.mark.django_db
 
@@ -92,9 +93,7 @@ def test_pulled_documents_content_is_read_only_and_cannot_be_added(staff: Client
 def index() -> Iterator[type[RecordingIndexBackend]]:
     RecordingIndexBackend.states.clear()
     RecordingIndexBackend.deleted.clear()
-    with override_settings(
-        RETRIEVAL_BACKEND={"BACKEND": "tests.knowledge.fake_backends.RecordingIndexBackend"}
-    ):
+    with override_settings(RETRIEVAL_BACKEND="tests.knowledge.fake_backends.RecordingIndexBackend"):
         reset_backend()
         yield RecordingIndexBackend
     reset_backend()
@@ -154,9 +153,8 @@ def test_an_edit_while_the_embedding_api_is_down_saves_nothing_and_says_so(
         monkeypatch.delenv(name, raising=False)
     with embedding_server() as server:
         settings.KNOWLEDGE_EMBEDDER = "openai"
-        settings.KNOWLEDGE_OPENAI_BASE_URL = f"{server.root}/v1"
-        settings.KNOWLEDGE_OPENAI_DIMENSION = server.dimension
-        settings.KNOWLEDGE_HTTP_EMBEDDER_RETRIES = 0
+        options = {"base_url": f"{server.root}/v1", "dimension": server.dimension, "max_retries": 0}
+        plugin_options(settings, "embedder", "openai", **options)
         forget_active_embedder()
         try:
             connector = ConnectorFactory.create()

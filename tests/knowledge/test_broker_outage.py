@@ -29,9 +29,7 @@ def broker() -> Iterator[PrivateRedis]:
     RecordingIndexBackend.reset()
     with (
         broker_at(server.url),
-        override_settings(
-            RETRIEVAL_BACKEND={"BACKEND": "tests.knowledge.fake_backends.RecordingIndexBackend"}
-        ),
+        override_settings(RETRIEVAL_BACKEND="tests.knowledge.fake_backends.RecordingIndexBackend"),
     ):
         reset_backend()
         yield server

@@ -32,7 +32,7 @@ INDEX = "tests.knowledge.fake_backends.RecordingIndexBackend"
 @pytest.fixture
 def index() -> Iterator[type[RecordingIndexBackend]]:
     RecordingIndexBackend.reset()
-    with override_settings(RETRIEVAL_BACKEND={"BACKEND": INDEX, "OPTIONS": {}}):
+    with override_settings(RETRIEVAL_BACKEND=INDEX):
         reset_backend()
         yield RecordingIndexBackend
     RecordingIndexBackend.reset()

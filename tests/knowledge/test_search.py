@@ -22,12 +22,13 @@ from retrieval_backends.registry import reset_backend
 from retrieval_backends.types import PAGE_UNKNOWN, LaneHit, SearchScope
 from tests.factories import ConnectorFactory, PrincipalFactory
 from tests.knowledge.fake_backends import ForgingBackend
+from tests.plugins import plugin_options
 
 BACKENDS = "tests.knowledge.fake_backends"
 
 
 def backend_settings(path: str):  # type: ignore[no-untyped-def]
-    return override_settings(RETRIEVAL_BACKEND={"BACKEND": path, "OPTIONS": {}})
+    return override_settings(RETRIEVAL_BACKEND=path)
 
 
 @pytest.fixture
@@ -267,8 +268,8 @@ def test_verification_keeps_rank_order_and_canonical_acl(kb) -> None:  # type: i
 def test_child_hits_carry_their_parents_text_once_per_parent(db, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from knowledge.pipeline.registry import reset_pipeline
 
-    settings.KNOWLEDGE_CHUNKER = "knowledge.pipeline.chunkers.parent_child.ParentChildChunker"
-    settings.KNOWLEDGE_CHUNK_TOKENS = 40
+    settings.KNOWLEDGE_CHUNKER = "parent-child"
+    plugin_options(settings, "chunker", "parent-child", parent_tokens=40)
     reset_pipeline()
     connector = ConnectorFactory.create()
     sentences = [f"Sentence {i} talks about topic{i} in detail with several filler words." for i in range(12)]

@@ -17,6 +17,7 @@ from knowledge.store import lookups
 from retrieval_backends.registry import get_backend
 from retrieval_backends.types import SearchScope
 from tests.factories import ConnectorFactory
+from tests.plugins import plugin_options
 
 pytestmark = pytest.mark.django_db
 
@@ -114,8 +115,8 @@ def test_children_expand_to_parents_whether_or_not_the_lanes_report_them(  # typ
     from knowledge.search.stages import to_stage_hit
     from retrieval_backends.types import PARENT_UNKNOWN, LaneHit, SearchScope
 
-    settings.KNOWLEDGE_CHUNKER = "knowledge.pipeline.chunkers.parent_child.ParentChildChunker"
-    settings.KNOWLEDGE_CHUNK_TOKENS = 40
+    settings.KNOWLEDGE_CHUNKER = "parent-child"
+    plugin_options(settings, "chunker", "parent-child", parent_tokens=40)
     reset_pipeline()
     sentences = [f"Sentence {i} talks about topic{i} in detail with several filler words." for i in range(12)]
     document = document_upsert(

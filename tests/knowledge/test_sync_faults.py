@@ -107,7 +107,7 @@ def rig(monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
         "KNOWLEDGE_RETRIEVAL_BACKEND": FAULTY,
     }
     rig = Rig(broker, redis.Redis.from_url(control_url), env, [])
-    with broker_at(broker.url), override_settings(RETRIEVAL_BACKEND={"BACKEND": FAULTY, "OPTIONS": {}}):
+    with broker_at(broker.url), override_settings(RETRIEVAL_BACKEND=FAULTY):
         reset_backend()
         try:
             yield rig

@@ -10,7 +10,9 @@ from knowledge.pipeline.fusers.rrf import RRFFuser
 from knowledge.pipeline.fusers.scores import mean_and_stdev
 from knowledge.pipeline.fusers.weighted import WeightedFuser, min_max
 from knowledge.pipeline.fusers.zscore import ZScoreFuser
+from knowledge.pipeline.registry import build
 from retrieval_backends.types import LaneHit
+from tests.plugins import plugin_options
 
 A, B, C, D = 1, 2, 3, 4
 
@@ -46,10 +48,11 @@ def test_alpha_moves_the_balance_to_the_vector_lane() -> None:
     assert [(f.chunk_id, round(f.score, 6)) for f in fused] == [(A, 0.8), (B, 0.6), (D, 0.05), (C, 0.0)]
 
 
-def test_alpha_defaults_to_the_setting(settings) -> None:  # type: ignore[no-untyped-def]
+def test_alpha_defaults_to_one_half_and_the_alias_takes_it_from_the_plugin_table(settings) -> None:  # type: ignore[no-untyped-def]
     assert WeightedFuser().alpha == 0.5
-    settings.KNOWLEDGE_FUSION_ALPHA = 0.25
-    assert WeightedFuser().alpha == 0.25
+    plugin_options(settings, "fuser", "weighted", alpha=0.25)
+    assert build("fuser", "weighted").alpha == 0.25
+    assert WeightedFuser().alpha == 0.5  # a plugin built by hand reads no settings
 
 
 def test_explicit_weights_replace_alpha() -> None:

@@ -15,7 +15,9 @@ from knowledge.pipeline.embedders.hashing import HashingEmbedder
 from knowledge.pipeline.embedders.http import HttpEmbedder
 from knowledge.pipeline.embedders.ollama import OllamaEmbedder
 from knowledge.pipeline.embedders.openai import OpenAIEmbedder
+from knowledge.pipeline.registry import build
 from tests.embedding_stub import DIM, FakeEmbeddingServer, Fault, embedding_server
+from tests.plugins import plugin_options
 
 
 @pytest.fixture(autouse=True)
@@ -162,22 +164,26 @@ def test_connection_refused_is_transient(make: Factory, server: FakeEmbeddingSer
     assert caught.value.permanent is False
 
 
-def test_reads_openai_settings(settings: Any, server: FakeEmbeddingServer) -> None:
-    settings.KNOWLEDGE_OPENAI_BASE_URL = f"{server.root}/v1/"
-    settings.KNOWLEDGE_OPENAI_API_KEY = "sk-from-settings"
-    settings.KNOWLEDGE_OPENAI_MODEL = "custom-model"
-    settings.KNOWLEDGE_OPENAI_DIMENSION = DIM
-    embedder = OpenAIEmbedder()
+def test_the_openai_alias_takes_its_options_from_the_plugin_table(
+    settings: Any, server: FakeEmbeddingServer
+) -> None:
+    options = {"base_url": f"{server.root}/v1/", "api_key": "sk-from-settings", "model": "custom-model"}
+    plugin_options(settings, "embedder", "openai", **options, dimension=DIM)
+    embedder = build("embedder", "openai")
+    assert isinstance(embedder, OpenAIEmbedder)
     assert embedder.name == f"openai:custom-model@{DIM}"
     assert_close(embedder.embed_batch(["a"]), expected(["a"]))
     assert server.seen[0].headers["Authorization"] == "Bearer sk-from-settings"
 
 
-def test_reads_ollama_settings(settings: Any, server: FakeEmbeddingServer) -> None:
-    settings.KNOWLEDGE_OLLAMA_BASE_URL = server.root
-    settings.KNOWLEDGE_OLLAMA_MODEL = "nomic-embed-text"
-    settings.KNOWLEDGE_OLLAMA_DIMENSION = DIM
-    embedder = OllamaEmbedder()
+def test_the_ollama_alias_takes_its_options_from_the_plugin_table(
+    settings: Any, server: FakeEmbeddingServer
+) -> None:
+    plugin_options(
+        settings, "embedder", "ollama", base_url=server.root, model="nomic-embed-text", dimension=DIM
+    )
+    embedder = build("embedder", "ollama")
+    assert isinstance(embedder, OllamaEmbedder)
     assert embedder.name == f"ollama:nomic-embed-text@{DIM}"
     assert_close(embedder.embed_batch(["a"]), expected(["a"]))
     assert server.seen[0].payload == {"model": "nomic-embed-text", "input": ["a"]}

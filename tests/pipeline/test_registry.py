@@ -95,7 +95,7 @@ def test_defaults_without_environment_or_file(plugins) -> None:  # type: ignore[
         "reranker": "none",
         "compressor": "none",
     }
-    assert configured_plugin("fuser").source == "default"
+    assert configured_plugin("fuser").origin == "default"
 
 
 def test_file_beats_default_and_passes_options(plugins) -> None:  # type: ignore[no-untyped-def]
@@ -103,7 +103,7 @@ def test_file_beats_default_and_passes_options(plugins) -> None:  # type: ignore
     fuser = get_fuser()
     assert isinstance(fuser, WeightedFuser) and fuser.alpha == 0.2
     assert isinstance(get_reranker(), MMRReranker)
-    assert configured_plugin("reranker").source == f"{path} ['reranker']"
+    assert configured_plugin("reranker").origin == f"{path} ['reranker']"
 
 
 def test_environment_beats_file(plugins, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -111,7 +111,7 @@ def test_environment_beats_file(plugins, settings, monkeypatch) -> None:  # type
     settings.KNOWLEDGE_FUSER = "zscore"  # equal to the default, so it counts only when the variable is set
     assert configured_name("fuser") == "weighted"
     monkeypatch.setenv("KNOWLEDGE_FUSER", "zscore")
-    assert configured_plugin("fuser").source == "environment variable KNOWLEDGE_FUSER"
+    assert configured_plugin("fuser").origin == "environment variable KNOWLEDGE_FUSER"
     assert configured_name("fuser") == "zscore"
     settings.KNOWLEDGE_COMPRESSOR = "none"
     monkeypatch.setenv("KNOWLEDGE_COMPRESSOR", "none")
@@ -127,7 +127,8 @@ def test_environment_naming_the_file_plugin_keeps_its_options(plugins, settings,
     assert get_fuser().alpha == 0.9  # type: ignore[attr-defined]
     settings.KNOWLEDGE_FUSER = "rrf"
     monkeypatch.setenv("KNOWLEDGE_FUSER", "rrf")
-    assert (configured_name("fuser"), configured_plugin("fuser").options) == ("rrf", {})
+    # the alias's own options (from the environment's KNOWLEDGE_RRF_K), not the file's
+    assert (configured_name("fuser"), configured_plugin("fuser").options) == ("rrf", {"k": 60})
 
 
 def test_dotted_paths_and_explicit_options(plugins) -> None:  # type: ignore[no-untyped-def]
@@ -142,8 +143,8 @@ def test_dotted_paths_and_explicit_options(plugins) -> None:  # type: ignore[no-
         ("{not json", "cannot read the plugins file"),
         ('["rrf"]', "expected a JSON object"),
         ({"ranker": "mmr"}, "unknown layer(s) 'ranker'"),
-        ({"fuser": {"class": "rrf", "opts": {}}}, "expected a name or dotted path"),
-        ({"fuser": {"class": "rrf", "options": []}}, "expected a name or dotted path"),
+        ({"fuser": {"class": "rrf", "opts": {}}}, "is an alias, a dotted path, or"),
+        ({"fuser": {"class": "rrf", "options": []}}, "is an alias, a dotted path, or"),
     ],
 )
 def test_malformed_plugins_file_is_refused(plugins, content: Any, message: str) -> None:  # type: ignore[no-untyped-def]
@@ -176,7 +177,7 @@ def problems(layer: str, deep: bool = False) -> str:
         ("reranker", "knowledge.pipeline.rerankers.nope.Missing", "cannot import"),
         ("chunker", f"{HERE}.Exploding", "cannot be built with options {}: model server down"),
         ("fuser", {"class": "weighted", "options": {"alpha": 3}}, "alpha must lie in [0, 1]"),
-        ("fuser", {"class": "rrf", "options": {"bogus": 1}}, "cannot be built with options {'bogus': 1}"),
+        ("fuser", {"class": "rrf", "options": {"bogus": 1}}, "built with options {'k': 60, 'bogus': 1}"),
     ],
 )
 def test_bad_plugins_are_reported_by_the_system_check(plugins, layer: str, entry: Any, message: str) -> None:  # type: ignore[no-untyped-def]
@@ -197,8 +198,8 @@ def test_the_system_check_does_not_embed_but_the_deep_check_does(plugins) -> Non
 
 
 def test_every_built_in_plugin_passes_the_deep_check(plugins) -> None:  # type: ignore[no-untyped-def]
-    for layer, (_, aliases) in LAYERS.items():
-        for name in aliases:
+    for layer, plugins_of_layer in LAYERS.items():
+        for name in plugins_of_layer.aliases():
             if layer == "embedder" and name != "hashing":
                 continue  # the model and HTTP embedders have their own tests
             plugins({layer: name})

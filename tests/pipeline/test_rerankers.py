@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from knowledge.pipeline.registry import build
 from knowledge.pipeline.rerankers.base import Reranker
 from knowledge.pipeline.rerankers.mmr import MMRReranker, cosine
 from knowledge.pipeline.rerankers.none import NoReranker
@@ -14,6 +15,7 @@ from knowledge.search import Stages, search_chunks
 from knowledge.services.documents import document_upsert
 from retrieval_backends.types import SearchScope
 from tests.factories import ConnectorFactory
+from tests.plugins import plugin_options
 
 QUERY = Query(text="q", embedding=(1.0, 0.0, 0.0))
 A_VEC = (0.8, 0.6, 0.0)
@@ -68,8 +70,8 @@ def test_mmr_without_any_vectors_keeps_the_fused_order() -> None:
 
 def test_mmr_asks_for_embeddings_and_checks_lambda(settings) -> None:  # type: ignore[no-untyped-def]
     assert MMRReranker.needs_embeddings is True and MMRReranker().lambda_ == 0.7
-    settings.KNOWLEDGE_MMR_LAMBDA = 0.4
-    assert MMRReranker().lambda_ == 0.4
+    plugin_options(settings, "reranker", "mmr", lambda_=0.4)
+    assert build("reranker", "mmr").lambda_ == 0.4
     with pytest.raises(ValueError, match="lambda"):
         MMRReranker(lambda_=-0.1)
 

@@ -19,7 +19,7 @@ from tests.factories import ConnectorFactory, PrincipalFactory
 from tests.retrieval_backends.memory_backend import MemoryIndex
 
 pytestmark = pytest.mark.django_db
-MEMORY = {"BACKEND": "tests.retrieval_backends.memory_backend.MemoryIndex", "OPTIONS": {}}
+MEMORY = "tests.retrieval_backends.memory_backend.MemoryIndex"
 
 
 class TestMemoryIndex(ExternalBackendContract):

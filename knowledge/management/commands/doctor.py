@@ -14,6 +14,8 @@ from knowledge.checks import plugin_hint
 from knowledge.evals.datasets import is_eval_tenant
 from knowledge.models import Tenant
 from knowledge.pipeline.active import active_embedder, active_spec
+from knowledge.pipeline.embedders.local import LocalMiniLMEmbedder, model_files
+from knowledge.pipeline.embedders.query_model import built_query_model
 from knowledge.pipeline.validation import validate_pipeline
 from knowledge.services.documents import CLIENT_MODEL
 from knowledge.store import diagnostics
@@ -62,7 +64,7 @@ def check_redis() -> list[Finding]:
 
 
 def check_backend() -> list[Finding]:
-    name = settings.RETRIEVAL_BACKEND_NAME
+    name = str(settings.RETRIEVAL_BACKEND)
     try:
         backend = get_backend()
         backend.health()
@@ -98,7 +100,7 @@ def check_plugins() -> list[Finding]:
     findings = []
     for report in validate_pipeline(deep=True):
         if report.ok and report.choice:
-            label = f"{report.choice.name} (from {report.choice.source})"
+            label = f"{report.choice.name} (from {report.choice.origin})"
             findings.append(_ok(report.layer, f"{label}: {report.detail}"))
         else:
             problems = " ".join(p.removeprefix(f"{report.layer} ") for p in report.problems)
@@ -163,9 +165,6 @@ def check_embeddings() -> list[Finding]:
 
 
 def check_query_model() -> list[Finding]:
-    from knowledge.pipeline.embedders.local import LocalMiniLMEmbedder, model_files
-    from knowledge.pipeline.embedders.query_model import built_query_model
-
     try:
         embedder = active_embedder()
     except Exception:  # already reported by the plugin check

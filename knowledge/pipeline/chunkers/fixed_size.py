@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from django.conf import settings
-
 from knowledge.pipeline.chunkers.base import Chunker, ChunkSource, ChunkText
 from knowledge.pipeline.chunkers.pages import PageIndex
 from knowledge.pipeline.chunkers.spans import windows, word_spans
 
+DEFAULT_TOKENS = 256  # the defaults of KNOWLEDGE_CHUNK_TOKENS and _OVERLAP, which reach here as options
+DEFAULT_OVERLAP = 32
+
 
 def sizes(max_tokens: int | None, overlap: int | None) -> tuple[int, int]:
-    """The budget and overlap, from the arguments or the KNOWLEDGE_CHUNK_* settings; overlap ≤ budget/2."""
-    size = max_tokens if max_tokens is not None else settings.KNOWLEDGE_CHUNK_TOKENS
-    overlap = overlap if overlap is not None else settings.KNOWLEDGE_CHUNK_OVERLAP
+    """The budget and overlap (the defaults when not given); overlap ≤ budget/2."""
+    size = max_tokens if max_tokens is not None else DEFAULT_TOKENS
+    overlap = overlap if overlap is not None else DEFAULT_OVERLAP
     if size <= 0 or overlap < 0:
         raise ValueError(f"need max_tokens > 0 and overlap >= 0, got {size}, {overlap}")
     return size, min(overlap, size // 2)

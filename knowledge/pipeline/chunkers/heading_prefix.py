@@ -6,9 +6,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from django.conf import settings
-
 from knowledge.pipeline.chunkers.base import Chunker, ChunkSource, ChunkText, count_tokens
+from knowledge.pipeline.chunkers.fixed_size import sizes
 from knowledge.pipeline.chunkers.pages import PAGE_BREAK
 from knowledge.pipeline.chunkers.spans import recursive_spans
 
@@ -81,11 +80,7 @@ class HeadingPrefixChunker(Chunker):
     """
 
     def __init__(self, max_tokens: int | None = None, overlap: int | None = None) -> None:
-        self.max_tokens = max_tokens if max_tokens is not None else settings.KNOWLEDGE_CHUNK_TOKENS
-        overlap = overlap if overlap is not None else settings.KNOWLEDGE_CHUNK_OVERLAP
-        if self.max_tokens <= 0 or overlap < 0:
-            raise ValueError(f"need max_tokens > 0 and overlap >= 0, got {self.max_tokens}, {overlap}")
-        self.overlap = min(overlap, self.max_tokens // 2)
+        self.max_tokens, self.overlap = sizes(max_tokens, overlap)
 
     def chunk(self, document: ChunkSource) -> list[ChunkText]:
         chunks: list[ChunkText] = []

@@ -11,10 +11,8 @@ hit by the chunk `(document_id, parent_index)`.
 
 from __future__ import annotations
 
-from django.conf import settings
-
 from knowledge.pipeline.chunkers.base import Chunker, ChunkSource, ChunkText, count_tokens
-from knowledge.pipeline.chunkers.fixed_size import title_only
+from knowledge.pipeline.chunkers.fixed_size import DEFAULT_TOKENS, title_only
 from knowledge.pipeline.chunkers.pages import PageIndex
 from knowledge.pipeline.chunkers.spans import Span, recursive_spans
 
@@ -23,7 +21,7 @@ class ParentChildChunker(Chunker):
     def __init__(
         self, parent_tokens: int | None = None, child_tokens: int | None = None, overlap: int = 0
     ) -> None:
-        self.parent_tokens = parent_tokens if parent_tokens is not None else settings.KNOWLEDGE_CHUNK_TOKENS
+        self.parent_tokens = parent_tokens if parent_tokens is not None else DEFAULT_TOKENS
         self.child_tokens = child_tokens if child_tokens is not None else max(1, self.parent_tokens // 4)
         if not 0 < self.child_tokens <= self.parent_tokens or overlap < 0:
             raise ValueError(

@@ -12,7 +12,6 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TypedDict, TypeVar, Unpack
 
-from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from knowledge.pipeline.embedders.base import Embedder, EmbedderError
@@ -28,7 +27,7 @@ T = TypeVar("T")
 
 
 class TransportOptions(TypedDict, total=False):
-    """Options shared by the HTTP embedders; batch size, timeout and retries fall back to settings."""
+    """Options shared by the HTTP embedders; each has a default."""
 
     batch_size: int
     timeout: float
@@ -37,12 +36,9 @@ class TransportOptions(TypedDict, total=False):
     backoff_max: float
 
 
-def option(value: T | None, setting: str, default: T) -> T:
-    """An explicit constructor argument, else the Django setting, else the default."""
-    if value is not None:
-        return value
-    configured: T = getattr(settings, setting, default)
-    return configured
+def option(value: T | None, default: T) -> T:
+    """An explicit constructor argument, else the default (settings reach a plugin as its options)."""
+    return default if value is None else value
 
 
 def endpoint(url: str, label: str) -> str:
@@ -182,7 +178,7 @@ class HttpEmbedder(Embedder):
         self.model = model
         self.dimension = dimension
         self.name = f"{self.label}:{model}@{dimension}"
-        self.batch_size = option(options.get("batch_size"), "KNOWLEDGE_HTTP_EMBEDDER_BATCH", DEFAULT_BATCH)
+        self.batch_size = option(options.get("batch_size"), DEFAULT_BATCH)
         if not model or dimension <= 0 or self.batch_size <= 0:
             raise ImproperlyConfigured(
                 f"{self.label} embedder: need a model name and a positive dimension and batch size, "
@@ -191,8 +187,8 @@ class HttpEmbedder(Embedder):
         self.client = JsonHttpClient(
             label=self.label,
             headers=headers,
-            timeout=option(options.get("timeout"), "KNOWLEDGE_HTTP_EMBEDDER_TIMEOUT", DEFAULT_TIMEOUT),
-            max_retries=option(options.get("max_retries"), "KNOWLEDGE_HTTP_EMBEDDER_RETRIES", MAX_RETRIES),
+            timeout=option(options.get("timeout"), DEFAULT_TIMEOUT),
+            max_retries=option(options.get("max_retries"), MAX_RETRIES),
             backoff_base=options.get("backoff_base", 0.5),
             backoff_max=options.get("backoff_max", 8.0),
         )

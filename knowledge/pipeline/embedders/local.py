@@ -17,6 +17,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from knowledge.pipeline.embedders.base import Embedder, EmbedderError
+from knowledge.pipeline.embedders.query_model import QueryModelUnavailable, query_model_path
 
 if TYPE_CHECKING:
     import numpy as np
@@ -129,8 +130,6 @@ def _runtime_of(model: Path, tokenizer: Path, threads: int | None) -> _Runtime:
 
 def _query_runtime(model: Path, tokenizer: Path, threads: int | None) -> _Runtime | None:
     """The quantized copy's session, or None (with a warning) when it cannot be built or loaded."""
-    from knowledge.pipeline.embedders.query_model import QueryModelUnavailable, query_model_path
-
     try:
         return _runtime_of(query_model_path(model), tokenizer, threads)
     except QueryModelUnavailable as exc:

@@ -14,8 +14,8 @@ DEFAULT_DIMENSION = 768
 class OllamaEmbedder(HttpEmbedder):
     """POSTs `{"model", "input": [...]}` to `<base_url>/api/embed` and reads `{"embeddings": [[...]]}`.
 
-    The model must already be pulled on the server. Arguments left out come from the KNOWLEDGE_OLLAMA_*
-    settings.
+    The model must already be pulled on the server. The KNOWLEDGE_OLLAMA_* settings reach it as
+    the `ollama` alias's options (config/plugins.py).
     """
 
     label = "ollama"
@@ -27,11 +27,11 @@ class OllamaEmbedder(HttpEmbedder):
         dimension: int | None = None,
         **options: Unpack[TransportOptions],
     ) -> None:
-        root = option(base_url, "KNOWLEDGE_OLLAMA_BASE_URL", DEFAULT_BASE_URL)
+        root = option(base_url, DEFAULT_BASE_URL)
         super().__init__(
             url=root.rstrip("/") + "/api/embed",
-            model=option(model, "KNOWLEDGE_OLLAMA_MODEL", DEFAULT_MODEL),
-            dimension=int(option(dimension, "KNOWLEDGE_OLLAMA_DIMENSION", DEFAULT_DIMENSION)),
+            model=option(model, DEFAULT_MODEL),
+            dimension=int(option(dimension, DEFAULT_DIMENSION)),
             headers={},
             **options,
         )

@@ -15,7 +15,8 @@ class OpenAIEmbedder(HttpEmbedder):
     """POSTs `{"model", "input": [...]}` to `<base_url>/embeddings`; `base_url` includes `/v1`.
 
     `send_dimensions` passes `dimension` as the request's `dimensions` parameter, for models that can
-    shorten their vectors (text-embedding-3-*). Arguments left out come from the KNOWLEDGE_OPENAI_* settings.
+    shorten their vectors (text-embedding-3-*). The KNOWLEDGE_OPENAI_* settings reach it as
+    the `openai` alias's options (config/plugins.py).
     """
 
     label = "openai"
@@ -30,16 +31,16 @@ class OpenAIEmbedder(HttpEmbedder):
         send_dimensions: bool | None = None,
         **options: Unpack[TransportOptions],
     ) -> None:
-        key = option(api_key, "KNOWLEDGE_OPENAI_API_KEY", "")
-        root = option(base_url, "KNOWLEDGE_OPENAI_BASE_URL", DEFAULT_BASE_URL)
+        key = option(api_key, "")
+        root = option(base_url, DEFAULT_BASE_URL)
         super().__init__(
             url=root.rstrip("/") + "/embeddings",
-            model=option(model, "KNOWLEDGE_OPENAI_MODEL", DEFAULT_MODEL),
-            dimension=int(option(dimension, "KNOWLEDGE_OPENAI_DIMENSION", DEFAULT_DIMENSION)),
+            model=option(model, DEFAULT_MODEL),
+            dimension=int(option(dimension, DEFAULT_DIMENSION)),
             headers={"Authorization": f"Bearer {key}"} if key else {},
             **options,
         )
-        self.send_dimensions = bool(option(send_dimensions, "KNOWLEDGE_OPENAI_SEND_DIMENSIONS", False))
+        self.send_dimensions = bool(option(send_dimensions, False))
 
     def _request(self, texts: list[str]) -> list[Any]:
         payload: dict[str, Any] = {"model": self.model, "input": texts, "encoding_format": "float"}

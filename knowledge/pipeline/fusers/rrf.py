@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from django.conf import settings
-
 from knowledge.pipeline.fusers.base import FusedHit, Fuser
 from retrieval_backends.types import LaneHit
+
+DEFAULT_K = 60  # the default of KNOWLEDGE_RRF_K, which reaches here as an option
 
 
 class RRFFuser(Fuser):
     def __init__(self, k: int | None = None) -> None:
-        k = k if k is not None else settings.KNOWLEDGE_RRF_K
+        k = k if k is not None else DEFAULT_K
         if k <= 0:
             raise ValueError(f"RRF k must be positive, got {k}")
         self.k = k

@@ -6,8 +6,6 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from django.conf import settings
-
 from knowledge.pipeline.fusers.base import FusedHit, Fuser
 from retrieval_backends.types import LaneHit
 
@@ -38,10 +36,6 @@ def mean_and_stdev(values: Sequence[float]) -> tuple[float, float]:
     return mean, math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1))
 
 
-def default_alpha() -> float:
-    return float(getattr(settings, "KNOWLEDGE_FUSION_ALPHA", DEFAULT_ALPHA))
-
-
 class ScoreFuser(Fuser):
     """Σ over lanes of weight × normalised score; subclasses define `normalise`.
 
@@ -52,7 +46,7 @@ class ScoreFuser(Fuser):
     """
 
     def __init__(self, alpha: float | None = None) -> None:
-        alpha = default_alpha() if alpha is None else alpha
+        alpha = DEFAULT_ALPHA if alpha is None else alpha
         if not 0.0 <= alpha <= 1.0:
             raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
         self.alpha = alpha

@@ -6,7 +6,6 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from django.conf import settings
 
 from knowledge.pipeline.fusers.weighted import min_max
 from knowledge.pipeline.rerankers.base import Reranker
@@ -36,8 +35,7 @@ class MMRReranker(Reranker):
     needs_embeddings = True
 
     def __init__(self, lambda_: float | None = None) -> None:
-        if lambda_ is None:
-            lambda_ = float(getattr(settings, "KNOWLEDGE_MMR_LAMBDA", DEFAULT_LAMBDA))
+        lambda_ = DEFAULT_LAMBDA if lambda_ is None else float(lambda_)
         if not 0.0 <= lambda_ <= 1.0:
             raise ValueError(f"MMR lambda must lie in [0, 1], got {lambda_}")
         self.lambda_ = lambda_

@@ -8,22 +8,13 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.utils.module_loading import import_string
 
 from knowledge.errors import InvalidInput
+from knowledge.pipeline.registry import file_entry, plugins_json
 from knowledge.pipeline.stages.base import Stage, order_problem
+from knowledge.plugins import Plugins
 
-PACKAGE = "knowledge.pipeline.stages"
-BUILT_IN = {
-    "query_planner": f"{PACKAGE}.query.QueryPlanner",
-    "multi_query": f"{PACKAGE}.query.MultiQuery",
-    "parent_expand": f"{PACKAGE}.hits.ParentExpand",
-    "compress": f"{PACKAGE}.hits.Compress",
-    "diversify": f"{PACKAGE}.hits.Diversify",
-    "decay": f"{PACKAGE}.hits.Decay",
-    "reranker": f"{PACKAGE}.hits.RerankerStage",
-    "compressor": f"{PACKAGE}.hits.CompressorStage",
-}
+STAGES: Plugins[Stage] = Plugins("stage", Stage, "KNOWLEDGE_PLUGINS", "stage")
 # Today's fixed tail, as stages: parent expansion, then the configured reranker and compressor.
 DEFAULT_STAGES = ("parent_expand", "reranker", "compressor")
 MAX_REQUEST_STAGES = 8
@@ -40,42 +31,22 @@ REQUEST_OPTIONS: dict[str, dict[str, Any]] = {
 }
 
 
-def build_stage(name: str, options: dict[str, Any] | None = None) -> Stage:
-    """A stage from a built-in name or a dotted path to a Stage subclass."""
-    path = BUILT_IN.get(name, name)
-    try:
-        cls = import_string(path)
-    except ImportError as exc:
-        raise ImproperlyConfigured(
-            f"stage {name!r}: cannot import {path!r} ({exc}); "
-            f"use one of {', '.join(BUILT_IN)} or a dotted path"
-        ) from exc
-    if not (isinstance(cls, type) and issubclass(cls, Stage)) or cls.phase not in {"query", "hit"}:
-        raise ImproperlyConfigured(f"stage {name!r}: {path} is not a query or hit Stage subclass")
-    try:
-        return cls(**(options or {}))
-    except TypeError as exc:
-        raise ImproperlyConfigured(f"stage {name!r}: bad options {options!r}: {exc}") from exc
+def build_stage(name: str, options: dict[str, Any] | None = None, origin: str = "the stages") -> Stage:
+    """A stage from a built-in name or a dotted path to a Stage subclass (the shared loader's checks)."""
+    spec = STAGES.spec({"CLASS": name, "OPTIONS": options or {}}, origin)
+    cls = STAGES.load(spec)
+    if cls.phase not in {"query", "hit"}:
+        raise ImproperlyConfigured(f"stage {name!r}: {spec.path} is not a query or hit Stage subclass")
+    return STAGES.build(spec)
 
 
 def _spec(entry: Any, origin: str) -> tuple[str, dict[str, Any]]:
-    if isinstance(entry, str) and entry.strip():
-        return entry.strip(), {}
-    if (
-        isinstance(entry, dict)
-        and isinstance(entry.get("class"), str)
-        and isinstance(entry.get("options", {}), dict)
-    ):
-        return entry["class"], dict(entry.get("options", {}))
-    raise ImproperlyConfigured(
-        f'{origin}: each stage is a name or {{"class": ..., "options": {{...}}}}, got {entry!r}'
-    )
+    spec = STAGES.spec(file_entry(entry), origin)
+    return spec.name, dict(spec.options)
 
 
 def configured_specs() -> list[tuple[str, dict[str, Any]]]:
     """KNOWLEDGE_STAGES (comma-separated names) beats `stages` in plugins.json beats the default."""
-    from knowledge.pipeline.registry import plugins_json
-
     names = [n.strip() for n in (getattr(settings, "KNOWLEDGE_STAGES", None) or "").split(",") if n.strip()]
     if names:
         return [(n, {}) for n in names]
