@@ -21,6 +21,7 @@ lint: install
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
 	.venv/bin/mypy .
+	.venv/bin/lint-imports
 
 # The fixture evals run inside pytest's test database (tests/evals/test_command.py checks the baseline),
 # never in the serving database of DATABASE_URL.
@@ -29,6 +30,7 @@ test: services browser
 	.venv/bin/ruff format --check .
 	.venv/bin/python manage.py makemigrations --check --dry-run
 	.venv/bin/mypy .
+	.venv/bin/lint-imports
 	.venv/bin/python manage.py migrate --no-input -v 0
 	OPENSEARCH_REQUIRED=1 BROWSER_REQUIRED=1 .venv/bin/pytest
 

@@ -11,9 +11,9 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 
 from knowledge.admin.base import ServiceDeleteAdmin, actor, limit_choices
+from knowledge.admin.panels import visibility_panel_context
 from knowledge.admin.policies import policy_text
 from knowledge.models import Chunk, Document, DocumentPolicy, Environment, Principal
-from knowledge.pages.panels import visibility_panel_context
 from knowledge.pipeline.embedders.base import EmbedderError
 from knowledge.services.documents import (
     document_clear_acl_override,

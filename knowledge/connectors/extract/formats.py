@@ -13,6 +13,8 @@ def extract_bytes(fmt: str, data: bytes, charset: str | None = None) -> Extracte
     """The text of `data` read as format `fmt` (see base.SUFFIXES); ExtractionError when it cannot be read."""
     if fmt == "text":
         return extract_text(data, charset)
+    # Each format's module is imported when first needed: its library (trafilatura, pypdf, python-docx)
+    # loads only in the extraction child that reads such a file.
     if fmt == "html":
         from knowledge.connectors.extract.html import extract_html
 

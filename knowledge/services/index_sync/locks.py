@@ -11,8 +11,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from django.db import connection
-
+from knowledge.store.advisory import try_lock, unlock
 from retrieval_backends.base import BackendUnavailable
 
 INDEX_WRITES = 0x6B62_1D5D
@@ -22,36 +21,25 @@ class IndexRebuilding(BackendUnavailable):
     """A rebuild holds the index: try the push again later (nothing is lost meanwhile)."""
 
 
-def _try(function: str) -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {function}(%s)", [INDEX_WRITES])
-        return bool(cursor.fetchone()[0])
-
-
-def _release(function: str) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {function}(%s)", [INDEX_WRITES])
-
-
 @contextmanager
 def index_push() -> Iterator[None]:
     """Hold the shared write lock for one push; IndexRebuilding when a rebuild runs."""
-    if not _try("pg_try_advisory_lock_shared"):
+    if not try_lock(INDEX_WRITES, shared=True):
         raise IndexRebuilding("an index rebuild is running; the change is pushed when it is done")
     try:
         yield
     finally:
-        _release("pg_advisory_unlock_shared")
+        unlock(INDEX_WRITES, shared=True)
 
 
 @contextmanager
 def index_exclusive(wait_seconds: float = 60.0) -> Iterator[bool]:
     """Hold the write lock alone (waiting for running pushes to finish); False if it never came."""
     deadline, held = time.monotonic() + wait_seconds, False
-    while not (held := _try("pg_try_advisory_lock")) and time.monotonic() < deadline:
+    while not (held := try_lock(INDEX_WRITES)) and time.monotonic() < deadline:
         time.sleep(0.1)
     try:
         yield held
     finally:
         if held:
-            _release("pg_advisory_unlock")
+            unlock(INDEX_WRITES)

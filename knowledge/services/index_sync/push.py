@@ -8,18 +8,18 @@ stays until the index confirmed the deletion. A document whose push fails gets i
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from django.db import connection
 from django.db.models import F
 from django.utils import timezone
 
 from knowledge.models import IndexTombstone
 from knowledge.services.index_sync.locks import index_push
 from knowledge.services.index_sync.snapshot import read_snapshot
+from knowledge.store import sync_marks
+from knowledge.store.sync_marks import mark_clean
 from retrieval_backends.base import ExternalIndex
 from retrieval_backends.registry import get_backend
 
@@ -35,38 +35,8 @@ class PushOutcome:
     failed: dict[int, str] = field(default_factory=dict)
 
 
-MARK_CLEAN = """
-UPDATE knowledge_document d
-SET synced_version = v.version, sync_error = '', sync_attempts = 0, sync_retry_at = NULL,
-    index_bumped_by = NULL  -- a later change, even in the same transaction, bumps again
-FROM unnest(%s::bigint[], %s::bigint[]) AS v(id, version)
-WHERE d.id = v.id AND d.synced_version < v.version
-"""
-
-MARK_FAILED = """
-UPDATE knowledge_document d
-SET sync_error = f.error, sync_attempts = d.sync_attempts + 1,
-    sync_retry_at = now() + make_interval(secs => least(%s, power(2, least(d.sync_attempts + 1, 20))))
-FROM jsonb_each_text(%s::jsonb) AS f(id, error)
-WHERE d.id = f.id::bigint
-"""
-
-
-def mark_clean(versions: dict[int, int]) -> int:
-    """Record the versions pushed; a document changed since (a higher version) stays dirty."""
-    if not versions:
-        return 0
-    ids = sorted(versions)
-    with connection.cursor() as cursor:
-        cursor.execute(MARK_CLEAN, [ids, [versions[i] for i in ids]])
-        return cursor.rowcount
-
-
 def mark_failed(failures: dict[int, str]) -> None:
-    if failures:
-        payload = json.dumps({str(k): v[:MAX_ERROR_CHARS] for k, v in failures.items()})
-        with connection.cursor() as cursor:
-            cursor.execute(MARK_FAILED, [MAX_RETRY_SECONDS, payload])
+    sync_marks.mark_failed(failures, max_retry_seconds=MAX_RETRY_SECONDS, max_error_chars=MAX_ERROR_CHARS)
 
 
 def documents_push(*, document_ids: Sequence[int], force: bool = False) -> PushOutcome:

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from knowledge.models import ChunkEmbedding, Document
 from knowledge.services.index_sync.locks import index_exclusive
-from knowledge.services.index_sync.push import mark_clean
 from knowledge.services.index_sync.snapshot import read_snapshot
+from knowledge.store.sync_marks import mark_clean
 from retrieval_backends.base import BackendError, ExternalIndex
 from retrieval_backends.registry import get_backend
 

@@ -14,13 +14,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import connection
 from django.db.models import F, Min, Q
 from django.utils import timezone
 
 from knowledge.models import Document, IndexTombstone
 from knowledge.services.index_sync.locks import IndexRebuilding
 from knowledge.services.index_sync.push import documents_push, tombstones_push
+from knowledge.store.advisory import try_lock, unlock
 
 LOCK_KEY = 0x6B62_1D5C  # "kb" index reconciler
 
@@ -61,15 +61,12 @@ DIRTY = Q(index_version__gt=F("synced_version"))
 @contextmanager
 def reconciler_lock() -> Iterator[bool]:
     """Whether this process holds the reconciler lock (never waits for it)."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s)", [LOCK_KEY])
-        held = bool(cursor.fetchone()[0])
+    held = try_lock(LOCK_KEY)
     try:
         yield held
     finally:
         if held:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s)", [LOCK_KEY])
+            unlock(LOCK_KEY)
 
 
 def due_documents(limit: int) -> list[int]:

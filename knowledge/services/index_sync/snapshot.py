@@ -9,6 +9,7 @@ from django.db import connection, transaction
 
 from knowledge.access.state import document_states
 from knowledge.models import Document
+from knowledge.store.advisory import repeatable_read
 from retrieval_backends.types import DocumentState
 
 
@@ -27,8 +28,7 @@ def read_snapshot(*, document_ids: Sequence[int], with_chunks: bool) -> Snapshot
     outermost = not connection.in_atomic_block
     with transaction.atomic():
         if outermost:  # inside a caller's transaction its own isolation applies
-            with connection.cursor() as cursor:
-                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            repeatable_read()
         synced = dict(Document.objects.filter(pk__in=document_ids).values_list("pk", "synced_version"))
         states = document_states(document_ids=list(synced), with_chunks=with_chunks)
     versions = {s.document_id: s.version for s in states}
