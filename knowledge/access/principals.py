@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from django.db.models import Q
 
+from knowledge import names
 from knowledge.connectors.types import SourceAcl
 from knowledge.models import Connector, Document, Principal, Tenant
 from retrieval_backends.types import PUBLIC_TOKEN, principal_token
@@ -43,10 +44,11 @@ def acl_keys(acl: SourceAcl) -> list[PrincipalKey]:
 
 
 def principals_resolve(*, tenant: Tenant | int, keys: Iterable[PrincipalKey]) -> dict[PrincipalKey, int]:
-    """Ids of the tenant's principals of these (kind, name) keys; missing ones are created in bulk,
-    so access applies as soon as they appear."""
+    """Ids of the tenant's principals of these (kind, name) keys, matched by canonical name
+    (knowledge.names); missing ones are created in bulk, so access applies as soon as they appear."""
     tenant_id = tenant if isinstance(tenant, int) else tenant.pk
-    wanted = sorted(set(keys))
+    given = {key: (key[0], names.principal_name(*key)) for key in set(keys)}
+    wanted = sorted({canonical for canonical in given.values() if canonical[1]})
     if not wanted:
         return {}
     found = _lookup(tenant_id, wanted)
@@ -57,7 +59,8 @@ def principals_resolve(*, tenant: Tenant | int, keys: Iterable[PrincipalKey]) ->
             ignore_conflicts=True,
         )
         found.update(_lookup(tenant_id, missing))
-    return found
+    # Keyed by the names as given, so a caller holding another spelling finds its principal.
+    return {key: found[canonical] for key, canonical in given.items() if canonical in found}
 
 
 def _lookup(tenant_id: int, keys: Sequence[PrincipalKey]) -> dict[PrincipalKey, int]:

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.http import HttpRequest
 
+from knowledge import names
 from knowledge.models import Document, Environment, Principal
 from knowledge.selectors.visibility import document_audience, document_visibility
 
@@ -15,9 +16,8 @@ MAX_SUGGESTIONS = 500
 
 def _user(document: Document, external_id: str) -> Principal | None:
     """The document tenant's user of that e-mail, else another tenant's (to say why), else None."""
-    users = Principal.objects.filter(kind=Principal.Kind.USER, external_id=external_id).select_related(
-        "tenant"
-    )
+    canonical = names.user_id(external_id)
+    users = Principal.objects.filter(kind=Principal.Kind.USER, external_id=canonical).select_related("tenant")
     return users.filter(tenant_id=document.tenant_id).first() or users.order_by("tenant__slug").first()
 
 

@@ -28,12 +28,13 @@ from knowledge.api.serializers import (
     StatusSerializer,
 )
 from knowledge.errors import NotFound
-from knowledge.models import Document
+from knowledge.models import ApiKey, Document
 from knowledge.pipeline.registry import configured_name
 from knowledge.pipeline.stages.registry import request_stages
 from knowledge.search import SearchHit, search_chunks
 from knowledge.selectors.documents import document_get, document_list
 from knowledge.selectors.health import dependency_health
+from knowledge.selectors.identity import principal_ids
 from knowledge.selectors.scopes import (
     connectors_by_id,
     environment_by_slug,
@@ -49,6 +50,14 @@ ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer}
 def _client(request: Request) -> ApiClient:
     assert isinstance(request.user, ApiClient)
     return request.user
+
+
+def _visible_to(key: ApiKey) -> frozenset[int] | None:
+    """A key bound to a user sees only that user's documents (its principal and groups); a key with no
+    principal is index-scoped and sees the tenant's documents."""
+    if key.principal is None:
+        return None
+    return principal_ids(tenant=key.tenant, user_external_id=key.principal.external_id)
 
 
 def _finite(score: float | None) -> float | None:
@@ -191,7 +200,10 @@ class DocumentListView(APIView):
             connectors_by_id(tenant=key.tenant, connector_ids=[connector_id], field="connector_id")
         env = environment_by_slug(tenant=key.tenant, slug=query_slug(request, "environment"))
         documents = document_list(
-            tenant=key.tenant, connector_id=connector_id, environment_id=env.pk if env else None
+            tenant=key.tenant,
+            connector_id=connector_id,
+            environment_id=env.pk if env else None,
+            visible_to=_visible_to(key),
         )
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(documents, request, view=self)
@@ -214,8 +226,9 @@ class DocumentDetailView(APIView):
         connector_id = self._connector_id(request)
         if connector_id is None or "\x00" in external_id:  # no API connector yet; NUL is in no id
             return None
+        key = _client(request).key
         return document_get(
-            tenant=_client(request).key.tenant, external_id=external_id, connector_id=connector_id
+            tenant=key.tenant, external_id=external_id, connector_id=connector_id, visible_to=_visible_to(key)
         )
 
     @extend_schema(

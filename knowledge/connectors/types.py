@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from knowledge import names
+
 
 @dataclass(frozen=True)
 class SourceAcl:
@@ -18,8 +20,13 @@ class SourceAcl:
 
     @classmethod
     def of(cls, *, public: bool = False, users: Iterable[str] = (), groups: Iterable[str] = ()) -> SourceAcl:
-        """An ACL with sorted, de-duplicated names (so equal ACLs compare equal)."""
-        return cls(public=bool(public), users=tuple(sorted(set(users))), groups=tuple(sorted(set(groups))))
+        """An ACL with canonical (knowledge.names), sorted, de-duplicated names, so equal ACLs compare
+        equal; a name that is blank once normalised names nobody and is dropped."""
+        canonical_users = {u for u in map(names.user_id, users) if u}
+        canonical_groups = {g for g in map(names.group_name, groups) if g}
+        return cls(
+            public=bool(public), users=tuple(sorted(canonical_users)), groups=tuple(sorted(canonical_groups))
+        )
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from knowledge import names
 from knowledge.models.tenancy import Tenant
 from retrieval_backends.types import principal_token
 
@@ -39,11 +42,19 @@ class Principal(models.Model):
     def __str__(self) -> str:
         return f"{self.kind}:{self.external_id}"
 
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self.external_id = names.principal_name(self.kind, self.external_id)
+        super().save(*args, **kwargs)
+
     @property
     def acl_token(self) -> str:
         """The token chunks carry when this principal is granted access."""
         return principal_token(is_user=self.kind == self.Kind.USER, principal_id=self.pk)
 
     def clean(self) -> None:
+        # Before the form's uniqueness check, so another spelling of an existing name is refused there.
+        self.external_id = names.principal_name(self.kind, self.external_id or "")
+        if not self.external_id:
+            raise ValidationError({"external_id": "A principal needs a name that is not blank."})
         if self.kind == self.Kind.USER and "@" not in self.external_id:
             raise ValidationError({"external_id": "A user's external id must be an e-mail address."})

@@ -1,4 +1,5 @@
-"""Property: a search returns exactly the documents its caller may see (ACLs, groups, environments, deletes).
+"""Property: a search returns exactly the documents its caller may see (ACLs, groups, environments, deletes),
+and a key bound to the caller lists exactly the documents the caller may see.
 
 The corpus is small (< 50 chunks) and every document contains the query's words, so every visible chunk is a
 keyword-lane candidate at top_k=100: the result set must equal the brute-force allowed set.
@@ -14,8 +15,11 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from knowledge.access.principals import principals_resolve
 from knowledge.models import ApiKey, Document, Environment, Principal, Tenant
 from knowledge.search import search_chunks
+from knowledge.selectors.documents import document_list
+from knowledge.selectors.identity import principal_ids
 from knowledge.selectors.scopes import search_scope_for_key
 from knowledge.services.api_indexing import api_connector
 from knowledge.services.documents import document_set_acl, document_soft_delete, document_upsert
@@ -24,6 +28,13 @@ EXAMPLES = int(os.environ.get("ACL_PROPERTY_EXAMPLES", "200"))
 QUERY = "harbour ferry timetable"
 UNKNOWN_USER = -1
 _tenant_numbers = itertools.count()
+SPELLINGS = {
+    "as-is": lambda email: email,
+    "upper": str.upper,
+    "padded": lambda email: f"  {email}\t",
+    "mixed": lambda email: email[:1].upper() + email[1:].replace("@example", "@Example"),
+    "full-width": lambda email: email.replace("user", "ｕｓｅｒ"),
+}
 
 
 @dataclass(frozen=True)
@@ -47,6 +58,7 @@ class World:
     caller_is_fixed_principal: bool
     environment_filter: int | None
     bypass: bool
+    spelling: str  # how the caller's e-mail is written in the request (knowledge/names.py makes it one)
 
 
 def _indexes(n: int) -> st.SearchStrategy[frozenset[int]]:
@@ -81,6 +93,7 @@ def worlds(draw: st.DrawFn) -> World:
         caller_is_fixed_principal=caller is not None and caller >= 0 and draw(st.booleans()),
         environment_filter=draw(_optional_index(environments)),
         bypass=draw(st.booleans()),
+        spelling=draw(st.sampled_from(sorted(SPELLINGS))),
     )
 
 
@@ -126,7 +139,7 @@ def build(world: World) -> Built:
     connector = api_connector(tenant=tenant)
     documents = []
     for i, spec in enumerate(world.docs):
-        principals = [users[u] for u in sorted(spec.users)] + [groups[g] for g in sorted(spec.groups)]
+        principals = granted(world, tenant, spec)
         document = document_upsert(
             connector=connector,
             external_id=f"doc-{i}",
@@ -143,6 +156,18 @@ def build(world: World) -> Built:
     return Built(tenant, users, environments, documents)
 
 
+def granted(world: World, tenant: Tenant, spec: DocSpec) -> list[Principal]:
+    """The document's principals, named as a source might spell them (resolved by canonical name)."""
+    spell = SPELLINGS[world.spelling]
+    keys = [("user", spell(f"user{u}@example.com")) for u in sorted(spec.users)]
+    keys += [("group", f" group-{g}  ") for g in sorted(spec.groups)]
+    ids = principals_resolve(tenant=tenant, keys=keys)
+    assert Principal.objects.filter(tenant=tenant).count() == world.users + world.groups, (
+        "a spelling made a new one"
+    )
+    return list(Principal.objects.filter(pk__in=ids.values()))
+
+
 def search_as_caller(world: World, built: Built) -> set[int]:
     fixed = (
         built.users[world.caller] if world.caller_is_fixed_principal and world.caller is not None else None
@@ -150,7 +175,7 @@ def search_as_caller(world: World, built: Built) -> set[int]:
     key = ApiKey(tenant=built.tenant, principal=fixed, on_behalf_of=True, bypass_acl=True)
     on_behalf_of = None
     if world.caller is not None and not world.caller_is_fixed_principal:
-        on_behalf_of = (
+        on_behalf_of = SPELLINGS[world.spelling](
             "stranger@example.com" if world.caller == UNKNOWN_USER else f"user{world.caller}@example.com"
         )
     env = world.environment_filter
@@ -175,3 +200,19 @@ def test_search_returns_exactly_the_allowed_documents(db: None, world: World) ->
     allowed = {doc.pk for doc, spec in zip(built.documents, world.docs, strict=True) if visible(world, spec)}
     assert found <= allowed, "a result the caller may not see"
     assert found == allowed, "an allowed document is missing"
+    if world.caller_is_fixed_principal and world.caller is not None:
+        user = built.users[world.caller]
+        ids = principal_ids(tenant=built.tenant, user_external_id=user.external_id)
+        listed = set(document_list(tenant=built.tenant, visible_to=ids).values_list("pk", flat=True))
+        listable = {
+            d.pk for d, spec in zip(built.documents, world.docs, strict=True) if listable_by(world, spec)
+        }
+        assert listed == listable, (
+            "GET /documents with a user-bound key lists other than what the user may see"
+        )
+
+
+def listable_by(world: World, doc: DocSpec) -> bool:
+    """What a key bound to the caller lists: `visible` without environment filter or bypass."""
+    caller_groups = {g for u, g in world.memberships if u == world.caller}
+    return not doc.deleted and (doc.public or world.caller in doc.users or bool(caller_groups & doc.groups))

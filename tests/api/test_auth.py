@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from datetime import timedelta
 from io import StringIO
 from typing import Any
@@ -12,7 +13,7 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from knowledge.models import ApiKey, Tenant
+from knowledge.models import ApiKey, Principal, Tenant
 from knowledge.store.api_keys import api_key_by_lookup_id
 from tests.api.conftest import ClientMaker, assert_error, client_for, issue_key, post
 from tests.factories import PrincipalFactory, TenantFactory
@@ -131,8 +132,8 @@ def test_create_api_key_prints_a_working_key_and_stores_only_its_hash(tenant: Te
     out = StringIO()
     call_command(
         "create_api_key",
-        *("--tenant", "acme", "--scopes", "search,index", "--principal", "erin@example.com"),
-        *("--on-behalf-of", "--bypass-acl"),
+        *("--tenant", "acme", "--scopes", "search,index", "--principal", " Erin@Example.com"),
+        *("--create-principal", "--on-behalf-of", "--bypass-acl"),
         stdout=out,
     )
     plain = out.getvalue().strip()
@@ -156,11 +157,26 @@ def test_create_api_key_defaults_to_search_only(tenant: Tenant) -> None:
     assert_error(post(client, "index", {"id": "a", "content": "b"}), 403)
 
 
-@pytest.mark.parametrize("args", [("--tenant", "nope"), ("--tenant", "acme", "--scopes", "search,admin")])
-def test_create_api_key_refuses_bad_arguments(tenant: Tenant, args: tuple[str, ...]) -> None:
-    with pytest.raises(CommandError):
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--tenant", "nope"), "unknown tenant 'nope'"),
+        (("--tenant", "acme", "--scopes", "search,admin"), "scopes must be among"),
+        (("--tenant", "acme", "--principal", "hr"), "must be a user's e-mail address"),
+        (("--tenant", "acme", "--principal", "new@example.com"), "pass --create-principal to create it"),
+        (("--tenant", "acme", "--create-principal"), "--create-principal needs --principal"),
+    ],
+)
+def test_create_api_key_refuses_bad_arguments(tenant: Tenant, args: tuple[str, ...], message: str) -> None:
+    with pytest.raises(CommandError, match=re.escape(message)):
         call_command("create_api_key", *args, stdout=StringIO())
-    assert not ApiKey.objects.exists()
+    assert not ApiKey.objects.exists() and not Principal.objects.exists()
+
+
+def test_create_api_key_names_an_existing_user_in_any_spelling(tenant: Tenant) -> None:
+    erin = Principal.objects.create(tenant=tenant, kind="user", external_id="erin@example.com")
+    call_command("create_api_key", "--tenant", "acme", "--principal", "ERIN@example.com ", stdout=StringIO())
+    assert ApiKey.objects.get().principal == erin and Principal.objects.count() == 1
 
 
 def model_values(instance: object) -> dict[str, object]:

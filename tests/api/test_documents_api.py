@@ -8,9 +8,9 @@ import pytest
 from django.test import override_settings
 from rest_framework.test import APIClient
 
-from knowledge.models import Chunk, ChunkEmbedding, Connector, Document, Tenant
-from knowledge.services.documents import CLIENT_MODEL, document_upsert
-from tests.api.conftest import assert_error, post, post_raw
+from knowledge.models import Chunk, ChunkEmbedding, Connector, Document, Principal, Tenant
+from knowledge.services.documents import CLIENT_MODEL, document_soft_delete, document_upsert
+from tests.api.conftest import ClientMaker, assert_error, post, post_raw
 from tests.factories import ConnectorFactory, EnvironmentFactory
 
 DOC = {"id": "handbook/vacation", "title": "Vacation", "content": "Employees get 25 days of paid vacation."}
@@ -220,3 +220,35 @@ def test_api_pushes_never_land_in_a_pull_connector_named_api(api: APIClient, ten
 def test_reading_a_document_creates_no_connector(api: APIClient, tenant: Tenant) -> None:
     assert api.get("/api/v1/documents/nothing").status_code == 404
     assert not Connector.objects.filter(tenant=tenant).exists()
+
+
+def test_a_key_bound_to_a_user_lists_and_reads_only_what_that_user_may_see(
+    api: APIClient, tenant: Tenant, make_client: ClientMaker
+) -> None:
+    post(api, "index", {"id": "open", "content": "a", "acl": {"public": True}})
+    post(api, "index", {"id": "erin", "content": "b", "acl": {"users": ["erin@example.com"]}})
+    post(api, "index", {"id": "hr", "content": "c", "acl": {"groups": ["hr"]}})
+    post(api, "index", {"id": "sam", "content": "d", "acl": {"users": ["sam@example.com"]}})
+    erin = Principal.objects.get(tenant=tenant, kind="user", external_id="erin@example.com")
+    hr = Principal.objects.get(tenant=tenant, kind="group", external_id="hr")
+    erin.groups.add(hr)
+    as_erin = make_client(tenant, scopes=("search", "index"), principal=erin)
+    listed = [d["id"] for d in as_erin.get("/api/v1/documents").json()["results"]]
+    assert listed == ["erin", "hr", "open"]
+    assert as_erin.get("/api/v1/documents/sam").status_code == 404
+    assert as_erin.get("/api/v1/documents/hr").status_code == 200
+    assert as_erin.delete("/api/v1/documents/sam").status_code == 204
+    assert Document.objects.filter(external_id="sam").exists()  # not hers to delete: nothing happened
+    index_scoped = [d["id"] for d in api.get("/api/v1/documents").json()["results"]]
+    assert index_scoped == ["erin", "hr", "open", "sam"]
+
+
+def test_a_user_bound_key_does_not_list_soft_deleted_documents(
+    api: APIClient, tenant: Tenant, make_client: ClientMaker
+) -> None:
+    post(api, "index", {"id": "gone", "content": "a", "acl": {"public": True}})
+    document_soft_delete(document=Document.objects.get(external_id="gone"))
+    user = Principal.objects.create(tenant=tenant, kind="user", external_id="erin@example.com")
+    as_erin = make_client(tenant, scopes=("index",), principal=user)
+    assert as_erin.get("/api/v1/documents").json()["count"] == 0
+    assert api.get("/api/v1/documents").json()["count"] == 1
