@@ -68,7 +68,10 @@ def prepare(root: Path, embedder: str) -> str:
     if Document.objects.filter(connector=connector).count() != corpus_size(root):
         documents_ingest(connector=connector, documents=iter_corpus(root), batch_size=64)
     scopes = [ApiKey.Scope.SEARCH, ApiKey.Scope.INDEX]
-    _, plain = ApiKey.issue(tenant=tenant, name=f"load-{time.time_ns()}", scopes=scopes)
+    # Unlimited (0): the benchmark measures the server, not the rate limit.
+    _, plain = ApiKey.issue(
+        tenant=tenant, name=f"load-{time.time_ns()}", scopes=scopes, rate_limit_per_minute=0
+    )
     return plain
 
 

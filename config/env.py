@@ -72,6 +72,14 @@ def boolean(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name} must be a boolean (true/false), got {raw!r}.")
 
 
+def choice(name: str, allowed: tuple[str, ...], default: str) -> str:
+    """Read a variable that must be one of `allowed` (case-insensitive)."""
+    raw = env.str(name, default=default).strip().lower()
+    if raw not in allowed:
+        raise ImproperlyConfigured(f"{name} must be one of {', '.join(allowed)}, got {raw!r}.")
+    return raw
+
+
 def postgres_database(name: str, default: str) -> dict[str, object]:
     """Parse DATABASE_URL; anything but PostgreSQL is refused (pgvector and full-text need it)."""
     raw = env.str(name, default=default)

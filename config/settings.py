@@ -100,6 +100,18 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
+# --- API keys and rate limits ------------------------------------------------------------------------
+# A new key's lifetime in days (0: new keys never expire); an admin may change a key's expiry.
+KNOWLEDGE_API_KEY_DAYS = cfg.non_negative_int("KNOWLEDGE_API_KEY_DAYS", 365)
+# Requests per minute per key and per tenant when the key or tenant sets none (0: unlimited).
+KNOWLEDGE_API_KEY_RATE_LIMIT = cfg.non_negative_int("KNOWLEDGE_API_KEY_RATE_LIMIT", 3000)
+KNOWLEDGE_TENANT_RATE_LIMIT = cfg.non_negative_int("KNOWLEDGE_TENANT_RATE_LIMIT", 0)
+# With Redis (which counts the requests) unreachable: "open" serves unthrottled, "closed" answers 503.
+KNOWLEDGE_RATE_LIMIT_ON_REDIS_DOWN = cfg.choice(
+    "KNOWLEDGE_RATE_LIMIT_ON_REDIS_DOWN", ("open", "closed"), "open"
+)
+KNOWLEDGE_RATE_LIMIT_PREFIX = env.str("KNOWLEDGE_RATE_LIMIT_PREFIX", default="kb:rate")
+
 # --- Retrieval ---------------------------------------------------------------------------------------
 # The serving backend: an alias of RETRIEVAL_BACKENDS or a dotted path to a KnowledgeRetrievalBackend.
 RETRIEVAL_BACKEND = env.str("KNOWLEDGE_RETRIEVAL_BACKEND", default="postgres").strip()
@@ -194,6 +206,7 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
+    "DEFAULT_THROTTLE_CLASSES": ["knowledge.api.throttling.RateLimit"],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Knowledge retrieval API",

@@ -7,10 +7,11 @@ from typing import Any
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.utils.timezone import now
 
 from knowledge.admin.base import ServiceDeleteAdmin, limit_choices
+from knowledge.errors import Conflict
 from knowledge.models import ApiKey, Environment, Principal, Tenant
+from knowledge.services.api_keys import api_key_rotate, api_keys_revoke
 from knowledge.services.deletion import principal_delete, tenant_delete
 
 
@@ -68,12 +69,13 @@ class ApiKeyAdmin(FixedTenantMixin, admin.ModelAdmin):  # type: ignore[type-arg]
         "on_behalf_of",
         "bypass_acl",
         "last_used_at",
+        "expires_at",
         "revoked_at",
     ]
     list_filter = ["tenant", "on_behalf_of", "bypass_acl"]
     search_fields = ["name", "lookup_id"]
-    readonly_fields = ["lookup_id", "created_at", "last_used_at"]
-    actions = ["revoke"]
+    readonly_fields = ["lookup_id", "created_at", "last_used_at", "previous_valid_until"]
+    actions = ["revoke", "rotate"]
 
     def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
         form = super().get_form(request, obj, change, **kwargs)
@@ -87,8 +89,24 @@ class ApiKeyAdmin(FixedTenantMixin, admin.ModelAdmin):  # type: ignore[type-arg]
         if plain:
             self.message_user(request, f"API key (shown once, copy it now): {plain}", messages.WARNING)
 
-    @admin.action(description="Revoke selected keys")
+    @admin.action(description="Revoke selected keys", permissions=["change"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
-        self.message_user(
-            request, f"{queryset.filter(revoked_at__isnull=True).update(revoked_at=now())} key(s) revoked."
-        )
+        count = api_keys_revoke(key_ids=queryset.values_list("pk", flat=True))
+        self.message_user(request, f"{count} key(s) revoked.")
+
+    @admin.action(
+        description="Rotate the secret of selected keys (the old one works 24 more hours)",
+        permissions=["change"],
+    )
+    def rotate(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
+        for key in queryset:
+            try:
+                plain = api_key_rotate(key_id=key.pk)
+            except Conflict as exc:
+                self.message_user(request, exc.message, messages.ERROR)
+                continue
+            self.message_user(
+                request,
+                f"{key}: new secret (shown once, copy it now; the old one works for 24 hours): {plain}",
+                messages.WARNING,
+            )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.utils import timezone
@@ -22,6 +22,21 @@ def _could_be_lookup_id(text: str) -> bool:
     """Keys name their row by a short ASCII id; anything else (a NUL, say, which PostgreSQL cannot
     even be asked about) matches no key and needs no query."""
     return 0 < len(text) <= LOOKUP_ID_MAX and text.isascii() and text.isalnum()
+
+
+class KeyRevoked(exceptions.AuthenticationFailed):
+    default_detail = "This API key has been revoked."
+    default_code = "key_revoked"
+
+
+class KeyExpired(exceptions.AuthenticationFailed):
+    default_detail = "This API key has expired; ask an administrator for a new one."
+    default_code = "key_expired"
+
+
+class InvalidKey(exceptions.AuthenticationFailed):
+    default_detail = "Invalid API key."
+    default_code = "invalid_key"
 
 
 @dataclass(frozen=True)
@@ -47,23 +62,25 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         scheme, _, plain = header.partition(" ")
         if scheme.lower() != self.keyword.lower() or not plain.strip():  # RFC 9110: case-insensitive
             raise exceptions.AuthenticationFailed("Use the header 'Authorization: Bearer <api key>'.")
-        key = self._lookup(plain.strip())
         now = timezone.now()
+        key = self._lookup(plain.strip(), now)
         # A write per request would serialise concurrent requests of one key on its row: the time of
         # use is only refreshed once it is LAST_USED_RESOLUTION old.
         if key.last_used_at is None or now - key.last_used_at > LAST_USED_RESOLUTION:
             ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
         return ApiClient(key), key
 
-    def _lookup(self, plain: str) -> ApiKey:
+    def _lookup(self, plain: str, now: datetime) -> ApiKey:
         parts = plain.split("_", 2)
         if len(parts) != 3 or not _could_be_lookup_id(parts[1]):
-            raise exceptions.AuthenticationFailed("Invalid API key.")
+            raise InvalidKey()
         key = api_key_by_lookup_id(parts[1])
-        if key is None or not key.matches(plain):
-            raise exceptions.AuthenticationFailed("Invalid API key.")
+        if key is None or not key.matches(plain, now=now):
+            raise InvalidKey()
         if key.revoked_at is not None:
-            raise exceptions.AuthenticationFailed("This API key has been revoked.")
+            raise KeyRevoked()
+        if key.is_expired(now):
+            raise KeyExpired()
         return key
 
     def authenticate_header(self, request: Request) -> str:

@@ -44,7 +44,7 @@ from knowledge.selectors.scopes import (
 from knowledge.services.api_indexing import api_connector_id, api_document_index
 from knowledge.services.documents import document_hard_delete
 
-ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer}
+ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 429: ErrorSerializer}
 
 
 def _client(request: Request) -> ApiClient:

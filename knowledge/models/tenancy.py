@@ -13,6 +13,12 @@ class Tenant(models.Model):
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200)
     created_at = models.DateTimeField(auto_now_add=True)
+    rate_limit_per_minute = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Requests per minute all of the tenant's keys may make together (429 above). Empty: "
+        "KNOWLEDGE_TENANT_RATE_LIMIT; 0: unlimited.",
+    )
 
     class Meta:
         ordering = ["slug"]

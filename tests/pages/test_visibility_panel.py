@@ -37,7 +37,9 @@ def test_lists_groups_with_members_and_direct_users(staff: Client) -> None:
 
 def test_verdicts_for_a_chosen_user(staff: Client) -> None:
     assert "<strong>can see</strong>" in page(staff, "eng/oncall", visible_to="erin@example.com")
-    assert "<strong>can see</strong>" in page(staff, "eng/oncall", visible_to=" Erin@Example.COM")  # any spelling
+    assert "<strong>can see</strong>" in page(
+        staff, "eng/oncall", visible_to=" Erin@Example.COM"
+    )  # any spelling
     hidden = page(staff, "eng/oncall", visible_to="hana@example.com")
     assert "<strong>cannot see</strong>" in hidden and 'data-reason="acl"' in hidden
     wrong_env = page(staff, "eng/oncall", visible_to="erin@example.com", visible_in="staging")
