@@ -6,6 +6,7 @@ it at a running server with `--url` and `--key`. Each level runs for `--seconds`
 `--max-requests` requests); it prints requests/s, p50/p95/p99 latency and the errors. `--mode index`
 sends SciFact's documents (new ids each run) to POST /api/v1/index instead: concurrent ingest.
 Usage: python bench/load.py [--server gunicorn|runserver] [--mode search|index] [--concurrency 1 4 16]
+[--audit on|off|both]
 """
 
 from __future__ import annotations
@@ -48,6 +49,13 @@ def parse_args() -> argparse.Namespace:
     # visible vectors and the HNSW graph is mostly someone else's, which no single-corpus server sees.
     parser.add_argument("--database", default="knowledge_bench_load")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--audit",
+        choices=["on", "off", "both"],
+        default="on",
+        help="the audit log (both: servers with it off and on, alternating, and the p95 ratio per level)",
+    )
+    parser.add_argument("--rounds", type=int, default=2, help="with --audit both: off/on alternations")
     return parser.parse_args()
 
 
@@ -82,10 +90,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(kind: str, embedder: str) -> Iterator[str]:
+def serving(kind: str, embedder: str, audit: bool = True) -> Iterator[str]:
     """The API on a free loopback port, gunicorn (as `make run`) or the development server."""
     port = free_port()
     env = {**os.environ, "KNOWLEDGE_EMBEDDER": embedder}  # DATABASE_URL: set by setup_django
+    env["KNOWLEDGE_AUDIT"] = "true" if audit else "false"
     env |= {"RUN_HOST": "127.0.0.1", "RUN_PORT": str(port), "DJANGO_DEBUG": "false"}
     python = Path(sys.executable)
     if kind == "gunicorn":
@@ -243,6 +252,11 @@ def main() -> None:
     bodies = search_bodies(args.beir, args.top_k) if args.mode == "search" else index_bodies(args.beir)
     results: dict[str, Any] = {"server": args.url or args.server, "mode": args.mode, "levels": []}
     results["embedder"] = args.embedder
+    if args.audit == "both":
+        results["audit"] = audit_comparison(args, bodies)
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=2) + "\n")
+        return
     with serving_or_given(args) as (url, key):
         run_level(url, key, bodies, 2, argparse.Namespace(seconds=5.0, max_requests=40))  # warm up
         for concurrency in args.concurrency:
@@ -251,6 +265,29 @@ def main() -> None:
             print(report_line(results["server"], row), flush=True)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
+
+
+def audit_comparison(args: argparse.Namespace, bodies: Bodies) -> dict[str, Any]:
+    """The same levels against a server with the audit log off, then on, `--rounds` times; per level
+    the median over rounds of each p95 and their ratio (on / off)."""
+    if args.url:
+        raise SystemExit("--audit both starts its own servers; leave out --url")
+    key = prepare(args.beir, args.embedder)
+    runs: dict[str, dict[int, list[float]]] = {"off": {}, "on": {}}
+    for _ in range(args.rounds):
+        for audit in ("off", "on"):
+            with serving(args.server, args.embedder, audit=audit == "on") as url:
+                run_level(url, key, bodies, 2, argparse.Namespace(seconds=5.0, max_requests=40))
+                for concurrency in args.concurrency:
+                    row = run_level(url, key, bodies, concurrency, args)
+                    runs[audit].setdefault(concurrency, []).append(row["p95_ms"])
+                    print(report_line(f"audit {audit}", row), flush=True)
+    summary = {}
+    for concurrency in args.concurrency:
+        off, on = (sorted(runs[a][concurrency])[len(runs[a][concurrency]) // 2] for a in ("off", "on"))
+        summary[concurrency] = {"p95_off_ms": off, "p95_on_ms": on, "ratio": round(on / off, 3)}
+        print(f"c={concurrency:<3} p95 audit off {off:.1f} ms, on {on:.1f} ms: {on / off:.3f}x", flush=True)
+    return summary
 
 
 @contextmanager

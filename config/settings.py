@@ -92,6 +92,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2}
 KNOWLEDGE_RECONCILE_SECONDS = cfg.positive_float("KNOWLEDGE_RECONCILE_SECONDS", 5.0)
 CELERY_BEAT_SCHEDULE = {
     "sync-due-connectors": {"task": "knowledge.tasks.sync_due_connectors", "schedule": 60.0},
+    "purge-audit-log": {"task": "knowledge.tasks.purge_audit_log", "schedule": 3600.0},
     # Pushes whatever the on-commit tasks missed (the change log is in PostgreSQL).
     "reconcile-index": {
         "task": "knowledge.tasks.reconcile_index",
@@ -111,6 +112,14 @@ KNOWLEDGE_RATE_LIMIT_ON_REDIS_DOWN = cfg.choice(
     "KNOWLEDGE_RATE_LIMIT_ON_REDIS_DOWN", ("open", "closed"), "open"
 )
 KNOWLEDGE_RATE_LIMIT_PREFIX = env.str("KNOWLEDGE_RATE_LIMIT_PREFIX", default="kb:rate")
+
+# --- Audit log -----------------------------------------------------------------------------------------
+KNOWLEDGE_AUDIT = cfg.boolean("KNOWLEDGE_AUDIT", True)
+# Keep each search's raw question (off: only its SHA-256).
+KNOWLEDGE_AUDIT_QUERY_TEXT = cfg.boolean("KNOWLEDGE_AUDIT_QUERY_TEXT", False)
+KNOWLEDGE_AUDIT_RETENTION_DAYS = cfg.non_negative_int("KNOWLEDGE_AUDIT_RETENTION_DAYS", 90)
+# "background": batched by a thread per process (knowledge/services/audit.py); "inline": in the request.
+KNOWLEDGE_AUDIT_WRITES = cfg.choice("KNOWLEDGE_AUDIT_WRITES", ("background", "inline"), "background")
 
 # --- Retrieval ---------------------------------------------------------------------------------------
 # The serving backend: an alias of RETRIEVAL_BACKENDS or a dotted path to a KnowledgeRetrievalBackend.

@@ -10,3 +10,5 @@ STORAGES = {**STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.s
 
 # The suite makes many requests a minute with one key; the rate-limit tests set their limits per key.
 KNOWLEDGE_API_KEY_RATE_LIMIT = 0
+# Audit entries written in the test's own transaction (the background writer has its own test).
+KNOWLEDGE_AUDIT_WRITES = "inline"

@@ -8,6 +8,7 @@ from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
 from knowledge.models import Connector
+from knowledge.services.audit import audit_purge
 from knowledge.services.connector_sync import connector_sync, connectors_due
 from knowledge.services.deletion import connector_purge_run
 from knowledge.services.enqueue import SYNC_CONNECTOR, send_task
@@ -75,3 +76,9 @@ def sync_due_connectors() -> list[int]:
     for connector_id in due:
         send_task(SYNC_CONNECTOR, connector_id)
     return due
+
+
+@shared_task(acks_late=True)
+def purge_audit_log() -> int:
+    """Delete audit entries past KNOWLEDGE_AUDIT_RETENTION_DAYS (hourly; idempotent)."""
+    return audit_purge()

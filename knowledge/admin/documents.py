@@ -10,11 +10,13 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 
+from knowledge.admin.audit import document_viewers_context
 from knowledge.admin.base import ServiceDeleteAdmin, actor, limit_choices
 from knowledge.admin.panels import visibility_panel_context
 from knowledge.admin.policies import policy_text
 from knowledge.models import Chunk, Document, DocumentPolicy, Environment, Principal
 from knowledge.pipeline.embedders.base import EmbedderError
+from knowledge.services.audit import access_change_record, access_snapshot
 from knowledge.services.documents import (
     document_clear_acl_override,
     document_hard_delete,
@@ -151,7 +153,9 @@ class DocumentAdmin(ServiceDeleteAdmin):
     ) -> HttpResponse:
         # The "Who can see this?" panel (templates/admin/knowledge/document/change_form.html).
         panel = visibility_panel_context(request=request, object_id=object_id)
-        return super().change_view(request, object_id, form_url, {**(extra_context or {}), **panel})
+        viewers = document_viewers_context(request=request, object_id=object_id)
+        context = {**(extra_context or {}), **panel, **viewers}
+        return super().change_view(request, object_id, form_url, context)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Document | None = None) -> list[str]:
         if obj is None:
@@ -215,9 +219,11 @@ class DocumentAdmin(ServiceDeleteAdmin):
             document_admin_update(document=obj, values=edited)
         if {"is_public", "allowed_principals"} & set(form.changed_data):
             principals = list(data.get("allowed_principals") or [])
+            before = access_snapshot(Document.objects.get(pk=obj.pk))
             document_set_acl(
                 document=obj, is_public=data["is_public"], principals=principals, actor=actor(request)
             )
+            access_change_record(user=actor(request), document=obj, action="acl_override", before=before)
 
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
         # The ACL was written by the service in save_model; the form's own m2m save would bypass it.
@@ -233,13 +239,17 @@ class DocumentAdmin(ServiceDeleteAdmin):
     @admin.action(description="Soft-delete selected documents (hide from search; syncs keep them hidden)")
     def soft_delete(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
         for document in queryset.order_by("pk"):
+            before = access_snapshot(document)
             document_soft_delete(document=document, actor=actor(request))
+            access_change_record(user=actor(request), document=document, action="soft_delete", before=before)
         self.message_user(request, f"{queryset.count()} document(s) hidden from search.", messages.SUCCESS)
 
     @admin.action(description="Restore selected documents")
     def restore(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
         for document in queryset.order_by("pk"):
+            before = access_snapshot(document)
             document_restore(document=document)
+            access_change_record(user=actor(request), document=document, action="restore", before=before)
         self.message_user(request, f"{queryset.count()} document(s) restored.", messages.SUCCESS)
 
     @admin.action(description="Clear the ACL override (use the source's ACL again)")
@@ -247,6 +257,10 @@ class DocumentAdmin(ServiceDeleteAdmin):
         overridden = queryset.filter(acl_override_at__isnull=False).order_by("pk")
         count = 0
         for document in overridden:
+            before = access_snapshot(document)
             document_clear_acl_override(document=document)
+            access_change_record(
+                user=actor(request), document=document, action="clear_acl_override", before=before
+            )
             count += 1
         self.message_user(request, f"{count} document(s) use their source's ACL again.", messages.SUCCESS)

@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from knowledge import names
 from knowledge.api import examples
 from knowledge.api.authentication import ApiClient
 from knowledge.api.errors import RETRY_AFTER_SECONDS
@@ -28,7 +29,7 @@ from knowledge.api.serializers import (
     StatusSerializer,
 )
 from knowledge.errors import NotFound
-from knowledge.models import ApiKey, Document
+from knowledge.models import ApiKey, Document, SearchAudit
 from knowledge.pipeline.registry import configured_name
 from knowledge.pipeline.stages.registry import request_stages
 from knowledge.search import SearchHit, search_chunks
@@ -42,7 +43,9 @@ from knowledge.selectors.scopes import (
     tenant_for_key,
 )
 from knowledge.services.api_indexing import api_connector_id, api_document_index
+from knowledge.services.audit import search_record
 from knowledge.services.documents import document_hard_delete
+from retrieval_backends.types import SearchScope
 
 ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 429: ErrorSerializer}
 
@@ -104,6 +107,34 @@ def _external_ids(hits: list[SearchHit]) -> dict[int, str]:
     return ids
 
 
+def _audit(key: ApiKey, scope: SearchScope, data: dict[str, Any], document_ids: list[int]) -> None:
+    on_behalf_of = data.get("on_behalf_of")
+    if data["bypass_acl"]:
+        actor = SearchAudit.Actor.BYPASS
+    else:
+        actor = SearchAudit.Actor.ON_BEHALF_OF if on_behalf_of is not None else SearchAudit.Actor.KEY
+    principal = (
+        on_behalf_of if on_behalf_of is not None else (key.principal.external_id if key.principal else "")
+    )
+    filters = {
+        "top_k": data["top_k"],
+        **{
+            name: data[name]
+            for name in ("environment", "connector_ids", "source_account_id")
+            if data.get(name)
+        },
+    }
+    search_record(
+        tenant_id=scope.tenant_id,
+        api_key_id=key.pk,
+        actor=actor,
+        principal=names.user_id(principal),
+        query=data.get("query"),
+        filters=filters,
+        document_ids=document_ids,
+    )
+
+
 class SearchView(APIView):
     permission_classes = [CanSearch]
 
@@ -135,6 +166,7 @@ class SearchView(APIView):
             pipeline=pipeline,
             trace=data["trace"],
         )
+        _audit(key, scope, data, [h.document_id for h in result.hits])
         ids = _external_ids(result.hits)
         results = [_render_hit(h, ids, key.tenant.slug, data["explain"]) for h in result.hits]
         payload: dict[str, Any] = {"results": results, "count": len(results), "warnings": result.warnings}

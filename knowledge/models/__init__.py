@@ -1,6 +1,7 @@
 """Canonical models; PostgreSQL is the source of truth for everything search returns."""
 
 from knowledge.models.api_keys import ApiKey
+from knowledge.models.audit import AccessAudit, SearchAudit
 from knowledge.models.connectors import Connector
 from knowledge.models.documents import Chunk, ChunkEmbedding, Document
 from knowledge.models.embedding_state import ActiveEmbedder, ReindexJob
@@ -12,6 +13,7 @@ from knowledge.models.principals import Principal
 from knowledge.models.tenancy import Environment, Tenant
 
 __all__ = [
+    "AccessAudit",
     "ActiveEmbedder",
     "ApiKey",
     "Chunk",
@@ -26,6 +28,7 @@ __all__ = [
     "KeywordTerm",
     "Principal",
     "ReindexJob",
+    "SearchAudit",
     "SyncRun",
     "Tenant",
 ]

@@ -11,11 +11,12 @@ from urllib.parse import urlsplit
 from django import forms
 from django.urls import reverse
 
-from knowledge.models import Connector, Document, Environment, Principal, Tenant
+from knowledge.models import Connector, Document, Environment, Principal, SearchAudit, Tenant
 from knowledge.pages.highlight import Segment, snippet
 from knowledge.pages.permissions import SEARCH_AS_USER, SEARCH_BYPASS_ACL, allowed
 from knowledge.search import SearchHit, search_chunks
 from knowledge.selectors.scopes import search_scope
+from knowledge.services.audit import search_record
 
 logger = logging.getLogger("knowledge.pages.access")
 PUBLIC, BYPASS = "public", "bypass"
@@ -211,6 +212,20 @@ def playground_search(*, data: dict[str, Any], actor: Any = None) -> PlaygroundO
     started = time.perf_counter()
     result = search_chunks(scope=scope, query_text=data["q"], limit=data["top_k"], trace=True)
     milliseconds = (time.perf_counter() - started) * 1000
+    search_record(
+        tenant_id=data["tenant"].pk,
+        actor=SearchAudit.Actor.STAFF,
+        staff_user=getattr(actor, "username", "") or "unknown",
+        principal=identity.external_id if isinstance(identity, Principal) else "",
+        query=data["q"],
+        filters={
+            "top_k": data["top_k"],
+            "bypass_acl": identity == BYPASS,
+            **({"environment": data["environment"].slug} if data.get("environment") else {}),
+            **({"connector_ids": sorted(c.pk for c in data["connectors"])} if data["connectors"] else {}),
+        },
+        document_ids=[hit.document_id for hit in result.hits],
+    )
     ids = dict(
         Document.objects.filter(pk__in={h.document_id for h in result.hits}).values_list("pk", "external_id")
     )
