@@ -12,9 +12,11 @@ from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.db.models import Model
 from django.urls import reverse
+from django.utils import timezone
 from playwright.sync_api import Page
 
-from knowledge.models import ApiKey, Document, Tenant
+from knowledge.models import AccessAudit, ApiKey, Document, SearchAudit, Tenant
+from knowledge.services.audit import access_change_record, access_snapshot, query_hash
 from tests.browser.conftest import TabMaker
 
 pytestmark = pytest.mark.usefixtures("demo")
@@ -39,6 +41,22 @@ def _sample(model: type[Model]) -> Model:
         return Group.objects.get_or_create(name="reviewers")[0]
     if model is ApiKey:
         return ApiKey.issue(tenant=Tenant.objects.get(slug="primary"), name="browser", scopes=["search"])[0]
+    if model in (SearchAudit, AccessAudit):  # the demo has no log yet: write one entry of each kind
+        document = Document.objects.get(tenant__slug="primary", external_id="hr/salaries")
+        tenant = document.tenant
+        search = SearchAudit.objects.create(
+            created_at=timezone.now(),
+            tenant=tenant,
+            actor="key",
+            principal="hana@example.com",
+            query_hash=query_hash("salary bands"),
+            document_ids=[document.pk],
+        )
+        before = access_snapshot(document)
+        change = access_change_record(
+            user="admin:browser", document=document, action="restore", before=before
+        )
+        return search if model is SearchAudit else change
     obj = model._default_manager.order_by("pk").first()
     assert obj is not None, f"the demo has no {model.__name__}"
     return obj
@@ -133,6 +151,20 @@ def test_document_page_answers_who_can_see_it(make_tab: TabMaker) -> None:
         page.press("#kb-visible-to", "Enter")
     tab.assert_clean("the visibility check")
     assert "cannot see" in panel.inner_text() and panel.locator('[data-reason="acl"]').count() == 1
+
+
+def test_a_playground_search_shows_on_the_documents_who_saw_it_panel(make_tab: TabMaker) -> None:
+    doc = Document.objects.get(tenant__slug="primary", external_id="handbook/vacation")
+    tab = make_tab()
+    page = tab.open("/playground/?tenant=primary&identity=public&q=vacation+days&top_k=10")
+    assert page.locator(".kb-hit").count() >= 1
+    page = tab.open(f"/admin/knowledge/document/{doc.pk}/change/")
+    panel = page.locator("#who-saw")
+    assert "Staff user (playground)" in panel.inner_text() and "public only" in panel.inner_text()
+    with page.expect_navigation():
+        panel.locator("a", has_text="Every search that returned this document").click()
+    tab.assert_clean("the search audit list")
+    assert page.locator("#result_list tbody tr").count() >= 1
 
 
 @pytest.mark.parametrize(
