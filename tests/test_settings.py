@@ -33,6 +33,9 @@ def _check(**env: str) -> subprocess.CompletedProcess[str]:
         ({"REDIS_URL": "http://localhost"}, "REDIS_URL must start with redis://"),
         ({"KNOWLEDGE_RETRIEVAL_BACKEND": "elastic"}, "KNOWLEDGE_RETRIEVAL_BACKEND='elastic' is not a known"),
         ({"KNOWLEDGE_RETRIEVAL_BACKEND": "no.such.Backend"}, "cannot import 'no.such.Backend'"),
+        ({"KNOWLEDGE_RATE_LIMIT_ON_REDIS_DOWN": "maybe"}, "must be one of open, closed, got 'maybe'"),
+        ({"KNOWLEDGE_AUDIT_WRITES": "later"}, "must be one of background, inline"),
+        ({"KNOWLEDGE_API_KEY_DAYS": "-1"}, "KNOWLEDGE_API_KEY_DAYS must be a whole number >= 0"),
     ],
 )
 def test_bad_values_fail_with_a_clear_message(env: dict[str, str], message: str) -> None:
