@@ -10,23 +10,11 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 
+from knowledge.admin.base import ReadOnlyAdmin
 from knowledge.models import AccessAudit, SearchAudit
 from knowledge.selectors.audit import document_viewers
 
 DOCUMENT_SEARCH = "doc:"
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
-    """An audit trail is written by the service only: no one adds, edits or deletes it here."""
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(SearchAudit)

@@ -94,3 +94,16 @@ class ServiceDeleteAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             return
         if note:
             self.message_user(request, note, messages.INFO)
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Derived or audit data: written by the services only; no one adds, edits or deletes it here."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
