@@ -82,7 +82,7 @@ def test_the_raw_question_is_kept_only_when_allowed_and_auditing_can_be_off(
 def test_a_playground_search_records_the_staff_user_and_the_identity(tenant: Tenant, staff: Client) -> None:
     erin = Principal.objects.get(external_id="erin@example.com")
     response = staff.get(
-        "/playground/", {"tenant": "acme", "identity": f"user:{erin.pk}", "q": QUERY, "top_k": 10}
+        "/playground/", {"tenant": "acme", "identity": f"user:{erin.pk}", "q": QUERY, "top_k": "10"}
     )
     assert response.status_code == 200
     entry = SearchAudit.objects.get()
