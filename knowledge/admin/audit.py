@@ -15,6 +15,12 @@ from knowledge.models import AccessAudit, SearchAudit
 from knowledge.selectors.audit import document_viewers
 
 DOCUMENT_SEARCH = "doc:"
+MAX_ID = 2**63 - 1  # bigint: a larger number names no document
+
+
+def _document_id(text: str) -> int | None:
+    """The document id a text names, or None (not a number, or beyond any id)."""
+    return int(text) if text.isascii() and text.isdigit() and int(text) <= MAX_ID else None
 
 
 @admin.register(SearchAudit)
@@ -35,9 +41,11 @@ class SearchAuditAdmin(ReadOnlyAdmin):
         self, request: HttpRequest, queryset: QuerySet[SearchAudit], search_term: str
     ) -> tuple[QuerySet[SearchAudit], bool]:
         term = search_term.strip()
-        wanted = term.removeprefix(DOCUMENT_SEARCH)
-        if term.startswith(DOCUMENT_SEARCH) and wanted.isascii() and wanted.isdigit():
-            return queryset.filter(document_ids__contains=[int(wanted)]), False
+        if term.startswith(DOCUMENT_SEARCH):
+            wanted = _document_id(term.removeprefix(DOCUMENT_SEARCH))
+            return (
+                queryset.none() if wanted is None else queryset.filter(document_ids__contains=[wanted])
+            ), False
         return super().get_search_results(request, queryset, search_term)
 
 
@@ -51,10 +59,9 @@ class AccessAuditAdmin(ReadOnlyAdmin):
 
 def document_viewers_context(*, request: HttpRequest, object_id: str) -> dict[str, Any]:
     """The latest searches that returned the document, for staff who may view the search log."""
-    if not (object_id.isascii() and object_id.isdigit()):
+    document_id = _document_id(object_id)
+    if document_id is None or not request.user.has_perm("knowledge.view_searchaudit"):  # type: ignore[union-attr]
         return {}
-    if not request.user.has_perm("knowledge.view_searchaudit"):  # type: ignore[union-attr]
-        return {}
-    searches = list(document_viewers(document_id=int(object_id)))
+    searches = list(document_viewers(document_id=document_id))
     link = reverse("admin:knowledge_searchaudit_changelist") + f"?q={DOCUMENT_SEARCH}{object_id}"
     return {"viewers": {"searches": searches, "all_link": link}}

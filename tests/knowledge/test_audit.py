@@ -137,6 +137,9 @@ def test_the_document_page_says_who_saw_it_to_those_who_may_read_the_log(
     listed = client.get("/admin/knowledge/searchaudit/", {"q": f"doc:{document.pk}"})
     assert listed.status_code == 200 and len(listed.context["cl"].result_list) == 1
     assert client.get("/admin/knowledge/searchaudit/add/").status_code == 403
+    for term in ("doc:99999999999999999999999", "doc:x", "doc:"):  # no document: nothing, never a 500
+        odd = client.get("/admin/knowledge/searchaudit/", {"q": term})
+        assert odd.status_code == 200 and len(odd.context["cl"].result_list) == 0
 
 
 def test_export_writes_json_lines_of_the_period_and_refuses_bad_dates(tenant: Tenant) -> None:
