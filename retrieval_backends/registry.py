@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from knowledge.plugins import Plugins, PluginSpec, on_reset, process_singleton
+from knowledge.plugins import Plugins, PluginSpec, process_singleton
 from retrieval_backends.base import KnowledgeRetrievalBackend
 
 BACKENDS: Plugins[KnowledgeRetrievalBackend] = Plugins(
@@ -38,6 +38,3 @@ def get_backend() -> KnowledgeRetrievalBackend:
 def reset_backend() -> None:
     """Forget the cached instances (tests and settings changes)."""
     backend.cache_clear()  # type: ignore[attr-defined]
-
-
-on_reset(reset_backend)

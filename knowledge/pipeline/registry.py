@@ -35,7 +35,6 @@ DEFAULTS = {
     "reranker": "none",
     "compressor": "none",
 }
-PluginChoice = PluginSpec  # a layer's selected plugin (the name kept for callers)
 
 
 def env_variable(layer: str) -> str:

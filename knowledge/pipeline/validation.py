@@ -11,8 +11,9 @@ from django.core.exceptions import ImproperlyConfigured
 
 from knowledge.pipeline.chunkers.base import ChunkSource
 from knowledge.pipeline.fusers.base import FusedHit
-from knowledge.pipeline.registry import LAYERS, PluginChoice, build, configured_plugin, load_class
+from knowledge.pipeline.registry import LAYERS, build, configured_plugin, load_class
 from knowledge.pipeline.types import Candidate, Query
+from knowledge.plugins import PluginSpec
 from retrieval_backends.types import LaneHit
 
 REQUIRED_METHOD = {
@@ -29,7 +30,7 @@ class LayerReport:
     """One layer's outcome: the plugin chosen (when the configuration could be read) and its problems."""
 
     layer: str
-    choice: PluginChoice | None
+    choice: PluginSpec | None
     problems: tuple[str, ...]
     detail: str = ""
 

@@ -131,14 +131,7 @@ def index_embeddings(updates: Sequence[EmbeddingUpdate], dimensions: int) -> int
 
 def delete_document_chunks(document_id: int) -> int:
     """Delete a document's vectors and chunks; returns the number of chunks deleted. Idempotent."""
-    LOOKUPS.written()
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(
-            f"DELETE FROM {EMBEDDING} WHERE chunk_id IN (SELECT id FROM {CHUNK} WHERE document_id = %s)",
-            [document_id],
-        )
-        cursor.execute(f"DELETE FROM {CHUNK} WHERE document_id = %s", [document_id])
-        return cursor.rowcount
+    return delete_documents_chunks([document_id])
 
 
 def delete_documents_chunks(document_ids: Sequence[int]) -> int:
