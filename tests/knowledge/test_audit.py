@@ -21,6 +21,7 @@ from django.utils import timezone
 from knowledge.models import AccessAudit, ApiKey, Document, Principal, SearchAudit, Tenant
 from knowledge.services import audit
 from knowledge.services.audit import AuditWriter, query_hash
+from knowledge.store.audit import SearchEntry
 from knowledge.tasks import purge_audit_log
 from tests.api.conftest import client_for, issue_key, post
 from tests.factories import TenantFactory, UserFactory
@@ -180,7 +181,8 @@ def test_the_writer_keeps_entries_through_a_database_error_and_bounds_what_waits
     monkeypatch.setattr(audit, "MAX_PENDING", 3)
     monkeypatch.setattr(writer, "_run", lambda: None)  # flushed by hand here
     entries = [
-        SearchAudit(created_at=timezone.now(), tenant=tenant, actor="key", query_hash="h") for _ in range(4)
+        SearchEntry(timezone.now(), tenant.pk, None, "", "key", "", "h", "", {"top_k": 5}, [7, 3])
+        for _ in range(4)
     ]
     for entry in entries:
         writer.add(entry)
@@ -189,10 +191,12 @@ def test_the_writer_keeps_entries_through_a_database_error_and_bounds_what_waits
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise DatabaseError("connection refused")
 
-    monkeypatch.setattr(SearchAudit.objects, "bulk_create", refuse)
+    monkeypatch.setattr(audit, "search_entries_copy", refuse)
     assert writer.flush() == 0 and len(writer.pending()) == 3  # kept for the next try
     monkeypatch.undo()
     assert writer.flush() == 3 and SearchAudit.objects.count() == 3
+    landed = SearchAudit.objects.first()
+    assert landed is not None and landed.document_ids == [7, 3] and landed.filters == {"top_k": 5}
 
 
 @pytest.mark.django_db(transaction=True)
