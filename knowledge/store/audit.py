@@ -28,7 +28,8 @@ class SearchEntry(NamedTuple):
     document_ids: list[int]
 
 
-COLUMNS = ", ".join(f'"{SearchAudit._meta.get_field(name).column}"' for name in SearchEntry._fields)
+_COLUMN_OF = {field.attname: field.column for field in SearchAudit._meta.concrete_fields}
+COLUMNS = ", ".join(f'"{_COLUMN_OF[name]}"' for name in SearchEntry._fields)  # KeyError if one is renamed
 
 
 def search_entries_copy(entries: Sequence[SearchEntry]) -> int:
