@@ -120,6 +120,9 @@ KNOWLEDGE_AUDIT_QUERY_TEXT = cfg.boolean("KNOWLEDGE_AUDIT_QUERY_TEXT", False)
 KNOWLEDGE_AUDIT_RETENTION_DAYS = cfg.non_negative_int("KNOWLEDGE_AUDIT_RETENTION_DAYS", 90)
 # "background": batched by a thread per process (knowledge/services/audit.py); "inline": in the request.
 KNOWLEDGE_AUDIT_WRITES = cfg.choice("KNOWLEDGE_AUDIT_WRITES", ("background", "inline"), "background")
+# Who sees keyword-lane scores (BM25 over statistics that count chunks the caller cannot see): only
+# callers with bypass_acl (default), or everyone. See "Keyword statistics" in the README.
+KNOWLEDGE_KEYWORD_SCORES = cfg.choice("KNOWLEDGE_KEYWORD_SCORES", ("bypass", "everyone"), "bypass")
 
 # --- Retrieval ---------------------------------------------------------------------------------------
 # The serving backend: an alias of RETRIEVAL_BACKENDS or a dotted path to a KnowledgeRetrievalBackend.

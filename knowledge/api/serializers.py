@@ -138,7 +138,13 @@ class SearchResultSerializer(serializers.Serializer):  # type: ignore[type-arg]
     matched_queries = serializers.ListField(
         child=serializers.IntegerField(), help_text="Indexes of the planned queries that found this chunk."
     )
-    text_rank = serializers.FloatField(allow_null=True, help_text="Keyword-lane score.")
+    text_rank = serializers.FloatField(
+        allow_null=True,
+        help_text=(
+            "Keyword-lane (BM25) score; null when the chunk was not a keyword hit, and for callers without "
+            "bypass_acl unless KNOWLEDGE_KEYWORD_SCORES=everyone (the statistics count hidden chunks)."
+        ),
+    )
     explain = serializers.DictField(required=False, help_text="Per-lane ranks and scores (explain=true).")
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -16,6 +15,7 @@ from knowledge import names
 from knowledge.api import examples
 from knowledge.api.authentication import ApiClient
 from knowledge.api.errors import RETRY_AFTER_SECONDS
+from knowledge.api.hits import keyword_scores_shown, render_hit
 from knowledge.api.pagination import StrictLimitOffsetPagination
 from knowledge.api.params import query_int, query_slug, reject_unknown_params
 from knowledge.api.permissions import CanIndex, CanSearch
@@ -30,7 +30,6 @@ from knowledge.api.serializers import (
 )
 from knowledge.errors import NotFound
 from knowledge.models import ApiKey, Document, SearchAudit
-from knowledge.pipeline.registry import configured_name
 from knowledge.pipeline.stages.registry import request_stages
 from knowledge.search import SearchHit, search_chunks
 from knowledge.selectors.documents import document_get, document_list
@@ -61,41 +60,6 @@ def _visible_to(key: ApiKey) -> frozenset[int] | None:
     if key.principal is None:
         return None
     return principal_ids(tenant=key.tenant, user_external_id=key.principal.external_id)
-
-
-def _finite(score: float | None) -> float | None:
-    """JSON has no NaN: a score that is not a number (e.g. cosine of a zero vector) is reported as null."""
-    return score if score is None or math.isfinite(score) else None
-
-
-def _render_hit(
-    hit: SearchHit, external_ids: dict[int, str], tenant_slug: str, explain: bool
-) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "id": hit.chunk_id,
-        "document_id": external_ids.get(hit.document_id, ""),
-        "chunk_index": hit.chunk_index,
-        "source_account_id": tenant_slug,
-        "title": hit.title,
-        "content": hit.content,
-        "source_url": hit.source_url,
-        "page": hit.page,
-        "score": hit.rrf_score,
-        "rrf_score": hit.rrf_score,
-        "similarity": _finite(hit.similarity),
-        "text_rank": _finite(hit.text_rank),
-        "parent_content": hit.parent_content,
-        "excerpts": list(hit.excerpts),
-        "matched_queries": list(hit.matched_queries),
-    }
-    if explain:
-        row["explain"] = {
-            "lane_ranks": hit.lane_ranks,
-            "lane_scores": {"vector": row["similarity"], "keyword": row["text_rank"]},
-            "fusion": configured_name("fuser"),
-            "fusion_terms": hit.fusion_terms,
-        }
-    return row
 
 
 def _external_ids(hits: list[SearchHit]) -> dict[int, str]:
@@ -168,7 +132,11 @@ class SearchView(APIView):
         )
         _audit(key, scope, data, [h.document_id for h in result.hits])
         ids = _external_ids(result.hits)
-        results = [_render_hit(h, ids, key.tenant.slug, data["explain"]) for h in result.hits]
+        shown = keyword_scores_shown(bypass_acl=data["bypass_acl"])
+        results = [
+            render_hit(h, ids, key.tenant.slug, explain=data["explain"], keyword_scores=shown)
+            for h in result.hits
+        ]
         payload: dict[str, Any] = {"results": results, "count": len(results), "warnings": result.warnings}
         if result.trace is not None:
             payload["trace"] = result.trace

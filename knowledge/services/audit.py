@@ -16,12 +16,13 @@ import atexit
 import hashlib
 import logging
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, close_old_connections, connection
+from django.db import DatabaseError, close_old_connections, connection, transaction
 from django.utils import timezone
 
 from knowledge.access.principals import document_acl_tokens
@@ -31,6 +32,7 @@ from knowledge.store.audit import SearchEntry, search_entries_copy
 logger = logging.getLogger(__name__)
 FLUSH_SECONDS = 1.0
 BATCH = 500
+SLICE = 25
 MAX_PENDING = 10_000
 
 
@@ -168,7 +170,12 @@ class AuditWriter:
         if not batch:
             return 0
         try:
-            search_entries_copy(batch)
+            # In slices, yielding between them: the rows are built in Python, holding the interpreter
+            # lock, and a search thread of this process waiting for it would wait out the switch interval.
+            with transaction.atomic():
+                for start in range(0, len(batch), SLICE):
+                    search_entries_copy(batch[start : start + SLICE])
+                    time.sleep(0)
         except DatabaseError as exc:
             logger.warning("audit: %d search entries wait for the database: %s", len(batch), exc)
             with self._lock:

@@ -50,7 +50,28 @@ def test_results_have_the_documented_fields(api: APIClient, corpus: None) -> Non
     result = body["results"][0]
     assert set(result) == RESULT_FIELDS
     assert result["document_id"] == "public" and result["source_account_id"] == "acme"
-    assert result["title"] == "Ferry public" and result["similarity"] > 0 and result["text_rank"] > 0
+    assert result["title"] == "Ferry public" and result["similarity"] > 0 and isinstance(result["score"], float)
+    assert result["text_rank"] is None  # a keyword score counts hidden chunks: shown with bypass only
+
+
+def test_keyword_scores_are_shown_with_bypass_only(admin_api: APIClient, corpus: None) -> None:
+    body = {"query": "ferry timetable public", "explain": True, "top_k": 1}
+    hidden = post(admin_api, "search", {**body, "on_behalf_of": "erin@example.com"}).json()["results"][0]
+    shown = post(admin_api, "search", {**body, "bypass_acl": True}).json()["results"][0]
+    assert hidden["document_id"] == shown["document_id"] == "public"
+    assert hidden["text_rank"] is None and hidden["explain"]["lane_scores"]["keyword"] is None
+    assert shown["text_rank"] > 0 and shown["explain"]["lane_scores"]["keyword"] == shown["text_rank"]
+    # What stays: the keyword lane's rank, the similarity and the fused score (normalised per answer).
+    assert hidden["explain"]["lane_ranks"]["keyword"] == 1 and hidden["similarity"] == shown["similarity"]
+    assert hidden["score"] > 0
+
+
+def test_keyword_scores_for_everyone_when_the_setting_says_so(
+    api: APIClient, corpus: None, settings: Any
+) -> None:
+    settings.KNOWLEDGE_KEYWORD_SCORES = "everyone"
+    result = post(api, "search", {"query": "ferry", "explain": True}).json()["results"][0]
+    assert result["text_rank"] > 0 and result["explain"]["lane_scores"]["keyword"] == result["text_rank"]
 
 
 def test_key_without_principal_sees_public_only(api: APIClient, corpus: None) -> None:

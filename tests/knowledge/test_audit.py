@@ -199,6 +199,18 @@ def test_the_writer_keeps_entries_through_a_database_error_and_bounds_what_waits
     assert landed is not None and landed.document_ids == [7, 3] and landed.filters == {"top_k": 5}
 
 
+def test_the_writer_lands_a_batch_of_several_slices_in_order(
+    tenant: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer = AuditWriter()
+    monkeypatch.setattr(writer, "_run", lambda: None)
+    for i in range(2 * audit.SLICE + 3):
+        writer.add(SearchEntry(timezone.now(), tenant.pk, None, "", "key", f"u{i}", "h", "", {}, [i]))
+    assert writer.flush() == 2 * audit.SLICE + 3 and not writer.pending()
+    landed = list(SearchAudit.objects.order_by("pk").values_list("principal", "document_ids"))
+    assert landed == [(f"u{i}", [i]) for i in range(2 * audit.SLICE + 3)]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_background_writer_lands_searches_within_a_few_seconds(settings: Any) -> None:
     settings.KNOWLEDGE_AUDIT_WRITES = "background"
