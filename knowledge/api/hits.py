@@ -15,15 +15,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from django.conf import settings
-
 from knowledge.pipeline.registry import configured_name
 from knowledge.search import SearchHit
-
-
-def keyword_scores_shown(*, bypass_acl: bool) -> bool:
-    """Whether this caller may see scores computed from the tenant's keyword statistics."""
-    return bypass_acl or settings.KNOWLEDGE_KEYWORD_SCORES == "everyone"
 
 
 def _finite(score: float | None) -> float | None:
@@ -39,7 +32,7 @@ def render_hit(
     explain: bool,
     keyword_scores: bool,
 ) -> dict[str, Any]:
-    """The API's result object for one hit (`keyword_scores` from keyword_scores_shown)."""
+    """The API's result object for one hit (`keyword_scores`: knowledge.search.disclosure decides)."""
     row: dict[str, Any] = {
         "id": hit.chunk_id,
         "document_id": external_ids.get(hit.document_id, ""),

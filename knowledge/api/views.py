@@ -15,7 +15,7 @@ from knowledge import names
 from knowledge.api import examples
 from knowledge.api.authentication import ApiClient
 from knowledge.api.errors import RETRY_AFTER_SECONDS
-from knowledge.api.hits import keyword_scores_shown, render_hit
+from knowledge.api.hits import render_hit
 from knowledge.api.pagination import StrictLimitOffsetPagination
 from knowledge.api.params import query_int, query_slug, reject_unknown_params
 from knowledge.api.permissions import CanIndex, CanSearch
@@ -32,6 +32,7 @@ from knowledge.errors import NotFound
 from knowledge.models import ApiKey, Document, SearchAudit
 from knowledge.pipeline.stages.registry import request_stages
 from knowledge.search import SearchHit, search_chunks
+from knowledge.search.disclosure import keyword_scores_shown
 from knowledge.selectors.documents import document_get, document_list
 from knowledge.selectors.health import dependency_health
 from knowledge.selectors.identity import principal_ids

@@ -94,6 +94,20 @@ def test_searching_as_a_user_and_bypassing_are_separate_permissions(seeded: None
     assert hits.hits[0].hit.title == "Salary bands 2026"
 
 
+def test_keyword_scores_in_the_playground_follow_the_api_rule(seeded: None, settings: Any) -> None:
+    query = {"q": "vacation days", "tenant": "primary", "identity": erin()}
+
+    def top_hit(client: Client) -> Any:
+        return client.get(URL, query).context["outcome"].hits[0].hit
+
+    as_user = top_hit(logged_in(staff_with("view_document", "search_as_user")))
+    may_bypass = top_hit(logged_in(staff_with("view_document", "search_as_user", "search_bypass_acl")))
+    assert as_user.chunk_id == may_bypass.chunk_id and as_user.lane_ranks == may_bypass.lane_ranks
+    assert as_user.text_rank is None and may_bypass.text_rank is not None and may_bypass.text_rank > 0
+    settings.KNOWLEDGE_KEYWORD_SCORES = "everyone"
+    assert top_hit(logged_in(staff_with("view_document", "search_as_user"))).text_rank == may_bypass.text_rank
+
+
 def test_eval_reports_need_their_permission_and_every_decision_is_logged(
     seeded: None, caplog: pytest.LogCaptureFixture, tmp_path: Path, settings: Any
 ) -> None:
