@@ -238,9 +238,12 @@ REBUILD_SQL = [
     f"""INSERT INTO {STATS} (tenant_id, language, chunk_count, total_length)
         SELECT tenant_id, language, count(*), sum({LENGTH}) FROM {CHUNK}
         WHERE NOT is_deleted AND search_vector IS NOT NULL AND {{tenant}} GROUP BY 1, 2""",
+    # Before the chunks: the weights trigger looks every lexeme up in the terms, and after a bulk load
+    # the planner would otherwise take the just-filled table for empty and scan it (20,000 synthetic
+    # chunks: 148 s instead of a few).
+    f"ANALYZE {STATS}, {TERMS}",
     # Writing the lengths makes the row trigger recompute each chunk's weights against the new statistics.
     f"UPDATE {CHUNK} SET lexeme_count = {LENGTH} WHERE search_vector IS NOT NULL AND {{tenant}}",
-    f"ANALYZE {STATS}, {TERMS}",
 ]
 
 
