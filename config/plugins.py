@@ -29,6 +29,9 @@ def plugin_table(values: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]
         "embedder": {
             "hashing": _entry("embedders.hashing.HashingEmbedder"),
             "local": _entry("embedders.local.LocalEmbedder", model=values["KNOWLEDGE_LOCAL_MODEL"]),
+            # Each catalogue model under a name of its own, for `manage.py reindex --embedder <alias>`.
+            "local-minilm": _entry("embedders.local.LocalEmbedder", model="all-minilm-l6-v2"),
+            "local-bge-small": _entry("embedders.local.LocalEmbedder", model="bge-small-en-v1.5"),
             "openai": _entry(
                 "embedders.openai.OpenAIEmbedder",
                 base_url=values["KNOWLEDGE_OPENAI_BASE_URL"],

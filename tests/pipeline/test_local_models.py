@@ -113,3 +113,11 @@ def test_a_dimension_that_does_not_match_the_model_is_a_permanent_error(tmp_path
     with pytest.raises(EmbedderError, match="gives 4 dimensions, configured 8") as raised:
         embedder.embed_batch(["ferry"])
     assert raised.value.permanent
+
+
+@pytest.mark.skipif(BGE_MISSING, reason="bge-small not installed: see requirements/models.txt")
+def test_each_catalogue_model_has_an_alias_for_a_blue_green_reindex() -> None:
+    from knowledge.pipeline.active import embedder_for
+
+    assert embedder_for("local-bge-small").name == "bge-small-en-v1.5-int8"
+    assert embedder_for("local-minilm").name == "all-MiniLM-L6-v2-int8"
