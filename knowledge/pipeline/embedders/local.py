@@ -44,7 +44,7 @@ class _Runtime:
     tokenizer: Tokenizer
 
 
-# (model file, "documents" | "queries") -> session: "documents" runs the model's file, "queries" its
+# (model, "documents" | "queries") -> session: "documents" runs the model's file, "queries" its
 # quantized copy where the model has one (else the same session).
 _runtimes: dict[tuple[str, str], _Runtime] = {}
 _runtime_lock = threading.Lock()
@@ -98,7 +98,7 @@ def get_runtime(threads: int | None = None, model: LocalModel | None = None) -> 
     """The process-wide session of the model's file (the default model's when None), created on first
     use (the first caller's `threads`)."""
     model = model or catalogue_model(DEFAULT_MODEL)
-    return _runtimes.get((str(model.model_file), "documents")) or _created(model, "documents", threads)
+    return _runtimes.get((_key(model), "documents")) or _created(model, "documents", threads)
 
 
 def get_query_runtime(threads: int | None = None, model: LocalModel | None = None) -> _Runtime:
@@ -107,11 +107,16 @@ def get_query_runtime(threads: int | None = None, model: LocalModel | None = Non
     model = model or catalogue_model(DEFAULT_MODEL)
     if not (model.query_copy and settings.KNOWLEDGE_LOCAL_EMBEDDER_QUERY_INT8):
         return get_runtime(threads, model)
-    return _runtimes.get((str(model.model_file), "queries")) or _created(model, "queries", threads)
+    return _runtimes.get((_key(model), "queries")) or _created(model, "queries", threads)
+
+
+def _key(model: LocalModel) -> str:
+    """What a session depends on: the model's file and its tokenizer's file and length."""
+    return f"{model.model_file}|{model.tokenizer_file}|{model.max_tokens}"
 
 
 def _created(model: LocalModel, kind: str, threads: int | None) -> _Runtime:
-    documents, key = (str(model.model_file), "documents"), (str(model.model_file), kind)
+    documents, key = (_key(model), "documents"), (_key(model), kind)
     with _runtime_lock:
         if key not in _runtimes:
             runtime = _query_runtime(model, threads) if kind == "queries" else None
