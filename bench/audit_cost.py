@@ -46,7 +46,7 @@ def main() -> None:
     release = threading.Event()
     writer._run = lambda: None if release.wait() else None  # type: ignore[method-assign]  # writes nothing
     audit.WRITER, previous = writer, audit.WRITER
-    monkey_max, audit.MAX_PENDING = audit.MAX_PENDING, args.entries
+    previous_max, audit.MAX_PENDING = audit.MAX_PENDING, args.entries
     try:
         started = time.perf_counter()
         for i in range(args.entries):
@@ -62,7 +62,7 @@ def main() -> None:
         entries = list(writer.pending())
     finally:
         release.set()
-        audit.WRITER, audit.MAX_PENDING = previous, monkey_max
+        audit.WRITER, audit.MAX_PENDING = previous, previous_max
     print(f"request path (search_record): {on_path:.1f} us per search")
     for size in (100, audit.BATCH):
         with transaction.atomic():

@@ -32,7 +32,7 @@ from knowledge.errors import NotFound
 from knowledge.models import ApiKey, Document, SearchAudit
 from knowledge.pipeline.stages.registry import request_stages
 from knowledge.search import SearchHit, search_chunks
-from knowledge.search.disclosure import keyword_scores_shown
+from knowledge.search.disclosure import disclosed
 from knowledge.selectors.documents import document_get, document_list
 from knowledge.selectors.health import dependency_health
 from knowledge.selectors.identity import principal_ids
@@ -133,11 +133,8 @@ class SearchView(APIView):
         )
         _audit(key, scope, data, [h.document_id for h in result.hits])
         ids = _external_ids(result.hits)
-        shown = keyword_scores_shown(bypass_acl=data["bypass_acl"])
-        results = [
-            render_hit(h, ids, key.tenant.slug, explain=data["explain"], keyword_scores=shown)
-            for h in result.hits
-        ]
+        hits = disclosed(result.hits, bypass_acl=data["bypass_acl"])
+        results = [render_hit(h, ids, key.tenant.slug, explain=data["explain"]) for h in hits]
         payload: dict[str, Any] = {"results": results, "count": len(results), "warnings": result.warnings}
         if result.trace is not None:
             payload["trace"] = result.trace

@@ -15,7 +15,7 @@ from knowledge.models import Connector, Document, Environment, Principal, Search
 from knowledge.pages.highlight import Segment, snippet
 from knowledge.pages.permissions import SEARCH_AS_USER, SEARCH_BYPASS_ACL, allowed
 from knowledge.search import SearchHit, search_chunks
-from knowledge.search.disclosure import keyword_scores_shown, without_keyword_score
+from knowledge.search.disclosure import disclosed
 from knowledge.selectors.scopes import search_scope
 from knowledge.services.audit import search_record
 
@@ -194,12 +194,9 @@ def _link(url: str) -> str | None:
     return url if urlsplit(url).scheme in ("http", "https") else None
 
 
-def _disclosed(hits: list[SearchHit], bypass: bool, actor: Any) -> list[SearchHit]:
-    """Keyword scores as the API shows them, and to staff who may bypass the ACLs anyway."""
-    may_bypass = bypass or bool(actor is not None and actor.has_perm(SEARCH_BYPASS_ACL))
-    if keyword_scores_shown(bypass_acl=may_bypass):
-        return hits
-    return [without_keyword_score(hit) for hit in hits]
+def _may_bypass(identity: Any, actor: Any) -> bool:
+    """Whether this search bypasses the ACLs, or its staff user may (keyword scores are shown then)."""
+    return identity == BYPASS or bool(actor is not None and actor.has_perm(SEARCH_BYPASS_ACL))
 
 
 def playground_search(*, data: dict[str, Any], actor: Any = None) -> PlaygroundOutcome:
@@ -247,6 +244,6 @@ def playground_search(*, data: dict[str, Any], actor: Any = None) -> PlaygroundO
             admin_url=reverse("admin:knowledge_document_change", args=[hit.document_id]),
             source_link=_link(hit.source_url),
         )
-        for rank, hit in enumerate(_disclosed(result.hits, identity == BYPASS, actor), start=1)
+        for rank, hit in enumerate(disclosed(result.hits, bypass_acl=_may_bypass(identity, actor)), start=1)
     ]
     return PlaygroundOutcome(hits, result.warnings, result.lanes, milliseconds, result.trace or [])

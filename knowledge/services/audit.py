@@ -1,8 +1,9 @@
 """The audit log's writes: one row per search and per admin change of access, retention, and the
 buffered writer that keeps them off the search's path.
 
-Searches are buffered in the process as plain tuples and written by a background thread in one COPY
-per batch (every second, or at once when 500 wait), so a search pays for a list append, not an INSERT.
+Searches are buffered in the process as plain tuples and written by a background thread, one batch
+per transaction in COPYs of 25 entries (every second, or at once when 500 wait), so a search pays for
+a list append, not an INSERT.
 What can be lost: the entries of the last second if the process is killed without exiting (an
 orderly exit flushes), and, while PostgreSQL is down for long, whatever exceeds 10,000 waiting
 entries (counted and logged). With KNOWLEDGE_AUDIT_WRITES=inline each entry is written in the request
