@@ -35,5 +35,5 @@ test: services browser
 	OPENSEARCH_REQUIRED=1 BROWSER_REQUIRED=1 .venv/bin/pytest
 
 stop:
-	-[ -f .services/celery/worker.pid ] && kill $$(cat .services/celery/worker.pid)
+	-for name in worker priority bulk; do [ -f .services/celery/$$name.pid ] && kill $$(cat .services/celery/$$name.pid); done
 	scripts/services.sh down

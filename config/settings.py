@@ -89,8 +89,20 @@ CELERY_RESULT_EXPIRES = 3600
 # A broker outage must never fail (or stall) the write that enqueues a speed-up task: one quick attempt.
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
 CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2}
+# Two queues: "priority" (the default: index pushes, ACL changes, deletions, the reconciler, beat's
+# small tasks) and "bulk" (connector syncs, ingest jobs). Run a worker for each, so bulk work never
+# holds a slot the priority queue needs (README, "Workers and queues").
+CELERY_TASK_DEFAULT_QUEUE = "priority"
+CELERY_TASK_ROUTES = {
+    "knowledge.tasks.sync_connector": {"queue": "bulk"},
+    "knowledge.tasks.run_ingest_job": {"queue": "bulk"},
+}
 KNOWLEDGE_RECONCILE_SECONDS = cfg.positive_float("KNOWLEDGE_RECONCILE_SECONDS", 5.0)
+# One reconciler run pushes for at most this long, so it never holds the priority worker for long.
+KNOWLEDGE_RECONCILE_BUDGET_SECONDS = cfg.positive_float("KNOWLEDGE_RECONCILE_BUDGET_SECONDS", 2.0)
 CELERY_BEAT_SCHEDULE = {
+    "resume-ingest-jobs": {"task": "knowledge.tasks.resume_ingest_jobs", "schedule": 30.0},
+    "purge-ingest-jobs": {"task": "knowledge.tasks.purge_ingest_jobs", "schedule": 3600.0},
     "sync-due-connectors": {"task": "knowledge.tasks.sync_due_connectors", "schedule": 60.0},
     "purge-audit-log": {"task": "knowledge.tasks.purge_audit_log", "schedule": 3600.0},
     # Pushes whatever the on-commit tasks missed (the change log is in PostgreSQL).
@@ -205,6 +217,20 @@ KNOWLEDGE_CHUNK_TOKENS = cfg.positive_int("KNOWLEDGE_CHUNK_TOKENS", 256)
 KNOWLEDGE_CHUNK_OVERLAP = cfg.positive_int("KNOWLEDGE_CHUNK_OVERLAP", 32)
 KNOWLEDGE_MAX_CONTENT_CHARS = cfg.positive_int("KNOWLEDGE_MAX_CONTENT_CHARS", 2_000_000)
 KNOWLEDGE_MAX_CLIENT_CHUNK_CHARS = cfg.positive_int("KNOWLEDGE_MAX_CLIENT_CHUNK_CHARS", 100_000)
+# --- Ingest jobs (README, "Background jobs") ---
+# POST /api/v1/index writes a document up to this many characters in the request (about 225 chunks,
+# seconds of embedding); a longer one, or any with `Prefer: respond-async`, becomes a job (202).
+KNOWLEDGE_INLINE_INDEX_CHARS = cfg.positive_int("KNOWLEDGE_INLINE_INDEX_CHARS", 100_000)
+KNOWLEDGE_BATCH_MAX_DOCUMENTS = cfg.positive_int("KNOWLEDGE_BATCH_MAX_DOCUMENTS", 1000)
+KNOWLEDGE_MAX_BATCH_BYTES = cfg.positive_int("KNOWLEDGE_MAX_BATCH_BYTES", 50 * 1024 * 1024)
+# A worker writes a job in slices (one transaction each) of at most this many documents and characters.
+KNOWLEDGE_JOB_SLICE_DOCUMENTS = cfg.positive_int("KNOWLEDGE_JOB_SLICE_DOCUMENTS", 16)
+KNOWLEDGE_JOB_SLICE_CHARS = cfg.positive_int("KNOWLEDGE_JOB_SLICE_CHARS", 100_000)
+# An unfinished job untouched this long is woken again (its message or its worker was lost).
+KNOWLEDGE_JOB_STALE_SECONDS = cfg.positive_int("KNOWLEDGE_JOB_STALE_SECONDS", 60)
+# One task runs a job this long, then hands the rest to a fresh message (under the task time limit).
+KNOWLEDGE_JOB_TASK_SECONDS = cfg.positive_int("KNOWLEDGE_JOB_TASK_SECONDS", 300)
+KNOWLEDGE_JOB_RETENTION_DAYS = cfg.positive_int("KNOWLEDGE_JOB_RETENTION_DAYS", 7)
 # Pipeline plugins by layer and alias, {"CLASS", "OPTIONS"} each, options from the values above.
 KNOWLEDGE_PLUGINS = plugin_table(globals())
 
@@ -231,6 +257,10 @@ SPECTACULAR_SETTINGS = {
     "SERVE_AUTHENTICATION": [],
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "knowledge.api.jobs.batch_limits",
+    ],
     # Swagger UI from our own static files (drf-spectacular-sidecar): no CDN, works offline. (No ReDoc:
     # its sidebar always loads a logo from a CDN.)
     "SWAGGER_UI_DIST": "SIDECAR",

@@ -5,14 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from celery import shared_task
+from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from knowledge.models import Connector
 from knowledge.services.audit import audit_purge
 from knowledge.services.connector_sync import connector_sync, connectors_due
 from knowledge.services.deletion import connector_purge_run
-from knowledge.services.enqueue import SYNC_CONNECTOR, send_task
+from knowledge.services.enqueue import RUN_INGEST_JOB, SYNC_CONNECTOR, pushes_inline, send_task
 from knowledge.services.index_sync import documents_index_sync, index_reconcile
+from knowledge.services.jobs import job_run, jobs_purge, jobs_resume
 from retrieval_backends.base import BackendUnavailable
 
 # Transient failures worth retrying: the index or PostgreSQL briefly unreachable.
@@ -28,6 +30,11 @@ RETRYING: dict[str, Any] = {
 }
 
 
+def _push(document_ids: list[int]) -> object:
+    """Bulk tasks push their own writes (see `pushes_inline`), keeping the priority queue free."""
+    return documents_index_sync(document_ids=document_ids)
+
+
 @shared_task(**RETRYING)
 def sync_documents_to_index(self, document_ids: list[int]) -> dict[str, int]:  # type: ignore[no-untyped-def]
     """Push the absolute state of documents to the retrieval backend (a speed-up: the reconciler
@@ -38,7 +45,7 @@ def sync_documents_to_index(self, document_ids: list[int]) -> dict[str, int]:  #
 @shared_task(acks_late=True)
 def reconcile_index() -> dict[str, object]:
     """Periodic (Celery beat): push every dirty document and tombstone, under one lock."""
-    stats = index_reconcile()
+    stats = index_reconcile(time_budget=settings.KNOWLEDGE_RECONCILE_BUDGET_SECONDS)
     return {"ran": stats.ran, "pushed": stats.pushed, "deleted": stats.deleted, "failed": stats.failed}
 
 
@@ -54,7 +61,8 @@ def sync_connector(connector_id: int, full: bool = False) -> dict[str, object]:
     connector = Connector.objects.filter(pk=connector_id).first()
     if connector is None:
         return {"claimed": False, "reason": "connector no longer exists"}
-    outcome = connector_sync(connector=connector, full=full)
+    with pushes_inline(_push):
+        outcome = connector_sync(connector=connector, full=full)
     return {
         "claimed": outcome.claimed,
         "documents": outcome.stats.documents if outcome.stats else 0,
@@ -82,3 +90,26 @@ def sync_due_connectors() -> list[int]:
 def purge_audit_log() -> int:
     """Delete audit entries past KNOWLEDGE_AUDIT_RETENTION_DAYS (hourly; idempotent)."""
     return audit_purge()
+
+
+@shared_task(**RETRYING)
+def run_ingest_job(self, job_id: int) -> str | None:  # type: ignore[no-untyped-def]
+    """Write an ingest job's documents (queue `bulk`); past the time budget, hand on to a new message.
+    A lost message or a dead worker is covered by `resume_ingest_jobs`."""
+    with pushes_inline(_push):
+        outcome = job_run(job_id=job_id, seconds=settings.KNOWLEDGE_JOB_TASK_SECONDS)
+    if outcome.out_of_time:
+        send_task(RUN_INGEST_JOB, job_id)
+    return outcome.state
+
+
+@shared_task(acks_late=True)
+def resume_ingest_jobs() -> list[int]:
+    """Periodic (Celery beat): wake every unfinished job nobody has touched lately."""
+    return jobs_resume()
+
+
+@shared_task(acks_late=True)
+def purge_ingest_jobs() -> int:
+    """Periodic (Celery beat): delete finished jobs past KNOWLEDGE_JOB_RETENTION_DAYS."""
+    return jobs_purge()

@@ -27,12 +27,20 @@ LOGIN="$($PY manage.py ensure_admin --password-file .services/admin-password)"
 $PY manage.py index_sync >/dev/null || echo "warning: the index is not in sync yet (see manage.py index_sync --status)"
 
 mkdir -p .services/celery
-if [ -f .services/celery/worker.pid ] && kill -0 "$(cat .services/celery/worker.pid)" 2>/dev/null; then
-  kill "$(cat .services/celery/worker.pid)" || true
-  for _ in $(seq 1 50); do kill -0 "$(cat .services/celery/worker.pid 2>/dev/null)" 2>/dev/null || break; sleep 0.2; done
-fi
-.venv/bin/celery -A config worker --beat --schedule .services/celery/beat-schedule --loglevel=INFO --concurrency=2 \
-  --pidfile=.services/celery/worker.pid --logfile=.services/celery/worker.log --detach
+# Two workers: "priority" (index pushes, ACL changes, deletions, the reconciler; runs beat) and "bulk"
+# (connector syncs, ingest jobs), so bulk work never holds the slot an ACL change needs.
+for name in worker priority bulk; do  # "worker": the single worker of older checkouts
+  pidfile=".services/celery/$name.pid"
+  if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
+    kill "$(cat "$pidfile")" || true
+    for _ in $(seq 1 50); do kill -0 "$(cat "$pidfile" 2>/dev/null)" 2>/dev/null || break; sleep 0.2; done
+  fi
+done
+.venv/bin/celery -A config worker -Q priority -n "priority@%h" --concurrency=1 \
+  --beat --schedule .services/celery/beat-schedule --loglevel=INFO \
+  --pidfile=.services/celery/priority.pid --logfile=.services/celery/priority.log --detach
+.venv/bin/celery -A config worker -Q bulk -n "bulk@%h" --concurrency=1 --loglevel=INFO \
+  --pidfile=.services/celery/bulk.pid --logfile=.services/celery/bulk.log --detach
 
 HOST="${RUN_HOST:-127.0.0.1}"; PORT="${RUN_PORT:-8000}"
 cat <<MSG
@@ -47,7 +55,7 @@ cat <<MSG
     Try it:         curl -s -X POST http://$HOST:$PORT/api/v1/search -H "Authorization: Bearer $KEY" \\
                       -H 'Content-Type: application/json' \\
                       -d '{"query": "how much time off do we get?", "on_behalf_of": "erin@example.com"}'
-    Celery worker:  log in .services/celery/worker.log
+    Celery workers: priority and bulk queues, logs in .services/celery/{priority,bulk}.log
   Stop the server with Ctrl-C; \`make stop\` also stops the worker and the services.
 
 MSG

@@ -52,7 +52,7 @@ class PrivateRedis:
             self.process.wait(timeout=10)
             self.process = None
 
-    def queued(self, queue: str = "celery") -> int:
+    def queued(self, queue: str = "priority") -> int:
         length: Any = redis.Redis(port=self.port).llen(queue)
         return int(length)
 

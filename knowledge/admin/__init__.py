@@ -4,6 +4,6 @@ Every write an admin makes goes through the services (write service, ACL overrid
 the admin can never leave chunks, vectors or an index out of step with their documents.
 """
 
-from knowledge.admin import audit, chunks, connectors, documents, identity, policies
+from knowledge.admin import audit, chunks, connectors, documents, identity, jobs, policies
 
-__all__ = ["audit", "chunks", "connectors", "documents", "identity", "policies"]
+__all__ = ["audit", "chunks", "connectors", "documents", "identity", "jobs", "policies"]

@@ -16,6 +16,7 @@ from knowledge.api import examples
 from knowledge.api.authentication import ApiClient
 from knowledge.api.errors import RETRY_AFTER_SECONDS
 from knowledge.api.hits import render_hit
+from knowledge.api.jobs import IDEMPOTENCY_KEY, JOB_EXAMPLE, JobSerializer, submitted_response, wants_job
 from knowledge.api.pagination import StrictLimitOffsetPagination
 from knowledge.api.params import query_int, query_slug, reject_unknown_params
 from knowledge.api.permissions import CanIndex, CanSearch
@@ -48,6 +49,16 @@ from knowledge.services.documents import document_hard_delete
 from retrieval_backends.types import SearchScope
 
 ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 429: ErrorSerializer}
+PREFER = OpenApiParameter(
+    "Prefer",
+    str,
+    location=OpenApiParameter.HEADER,
+    required=False,
+    description=(
+        "`respond-async`: write the document in the background and answer 202 with a job. Documents "
+        "longer than KNOWLEDGE_INLINE_INDEX_CHARS (default 100,000 characters) always are."
+    ),
+)
 
 
 def _client(request: Request) -> ApiClient:
@@ -146,22 +157,27 @@ class IndexView(APIView):
 
     @extend_schema(
         request=IndexRequestSerializer,
+        parameters=[IDEMPOTENCY_KEY, PREFER],
         responses={
             200: StatusSerializer,
             201: StatusSerializer,
+            202: JobSerializer,
             409: ErrorSerializer,
             413: ErrorSerializer,
             **ERRORS,
         },
-        examples=[*examples.INDEX, examples.INDEX_UNCHANGED, examples.BAD_INPUT],
-        summary="Create or update one document (chunked and embedded in the request)",
+        examples=[*examples.INDEX, examples.INDEX_UNCHANGED, JOB_EXAMPLE, examples.BAD_INPUT],
+        summary="Create or update one document (in the request; a big one, or on request, as a job)",
     )
     def post(self, request: Request) -> Response:
         body = IndexRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         key = _client(request).key
-        tenant = tenant_for_key(key=key, source_account_id=body.validated_data.get("source_account_id"))
-        result = api_document_index(tenant=tenant, data=body.validated_data)
+        data = dict(body.validated_data)
+        tenant = tenant_for_key(key=key, source_account_id=data.pop("source_account_id", None))
+        if wants_job(request, data):
+            return submitted_response(request, tenant, key, [data], numbered=False)
+        result = api_document_index(tenant=tenant, data=data)
         if result.content_changed or result.created:
             return Response({"status": "indexed"}, status=status.HTTP_201_CREATED)
         return Response({"status": "unchanged"}, status=status.HTTP_200_OK)

@@ -7,6 +7,7 @@ from knowledge.models.documents import Chunk, ChunkEmbedding, Document
 from knowledge.models.embedding_state import ActiveEmbedder, ReindexJob
 from knowledge.models.eval_corpora import EvalCorpus
 from knowledge.models.index_sync import IndexTombstone, SyncRun
+from knowledge.models.jobs import IngestJob, IngestJobItem
 from knowledge.models.keyword_stats import KeywordStatistics, KeywordTerm
 from knowledge.models.policies import DocumentPolicy
 from knowledge.models.principals import Principal
@@ -24,6 +25,8 @@ __all__ = [
     "Environment",
     "EvalCorpus",
     "IndexTombstone",
+    "IngestJob",
+    "IngestJobItem",
     "KeywordStatistics",
     "KeywordTerm",
     "Principal",

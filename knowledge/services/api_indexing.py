@@ -41,11 +41,11 @@ def api_connector_id(*, tenant: Tenant) -> int | None:
     )
 
 
-def api_document_index(*, tenant: Tenant, data: dict[str, Any]) -> UpsertResult:
-    """Upsert one document from a validated /index body; its `acl` is the document's source ACL."""
+def api_source(data: dict[str, Any]) -> SourceDocument:
+    """The source document of a validated /index body (also a stored job item's payload)."""
     acl = data.get("acl") or {}
     embedding = data.get("embedding")
-    source = SourceDocument(
+    return SourceDocument(
         external_id=data["id"],
         content=data["content"],
         title=data.get("title", ""),
@@ -58,5 +58,10 @@ def api_document_index(*, tenant: Tenant, data: dict[str, Any]) -> UpsertResult:
         ),
         embedding=tuple(embedding) if embedding is not None else None,
     )
+
+
+def api_document_index(*, tenant: Tenant, data: dict[str, Any]) -> UpsertResult:
+    """Upsert one document from a validated /index body; its `acl` is the document's source ACL."""
+    source = api_source(data)
     document, created, rechunked, count = source_write(connector=api_connector(tenant=tenant), source=source)
     return UpsertResult(document=document, created=created, content_changed=rechunked, chunk_count=count)

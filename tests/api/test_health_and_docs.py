@@ -69,6 +69,9 @@ def test_schema_documents_every_endpoint_with_examples(db: None) -> None:
         ("/api/v1/documents/{external_id}", "get"),
         ("/api/v1/documents/{external_id}", "delete"),
         ("/api/v1/health", "get"),
+        ("/api/v1/index/batch", "post"),
+        ("/api/v1/jobs/{job_id}", "get"),
+        ("/api/v1/jobs/{job_id}", "delete"),
     }
     assert schema["components"]["securitySchemes"]["apiKey"]["scheme"] == "bearer"
     for path, method in operations:

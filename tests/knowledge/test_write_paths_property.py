@@ -1,6 +1,7 @@
 """Stateful property: whatever mix of write paths runs, search returns exactly what each persona may see.
 
-The rules drive every write path the product has: API upserts (the REST endpoint), a filesystem
+The rules drive every write path the product has: API upserts (the REST endpoint, in the request
+and as a batch job), a filesystem
 connector synced over a folder whose files and ACL sidecar change between steps, admin ACL edits,
 content edits, override clears, soft deletes, restores and deletes (the real admin forms and
 actions), and a blue/green reindex to another embedder and back. The machine keeps its own model
@@ -50,6 +51,7 @@ from knowledge.pipeline.registry import configured_name, get_chunker
 from knowledge.search import search_chunks
 from knowledge.selectors.scopes import search_scope_for_key
 from knowledge.services.connector_sync import connector_sync
+from knowledge.services.jobs import job_run
 from knowledge.services.reindex import reindex_backfill, reindex_job_for, reindex_switch
 from tests.api.conftest import bearer, issue_key
 from tests.factories import UserFactory
@@ -191,6 +193,35 @@ class WritePaths(RuleBasedStateMachine):
             body["environment"] = env
         response = self.world.api.post("/api/v1/index", body, format="json")
         assert response.status_code in (200, 201), response.content
+        self._api_written(doc, text, acl, env)
+
+    @rule(
+        docs=st.lists(
+            st.tuples(st.sampled_from(API_IDS), texts, acls, st.sampled_from([None, "prod"])),
+            min_size=1,
+            max_size=3,
+            unique_by=lambda d: d[0],
+        )
+    )
+    def api_batch_job(self, docs: list[tuple[str, str, Acl, str | None]]) -> None:
+        """The batch endpoint: a job (202) that a worker writes slice by slice."""
+        bodies = [
+            {
+                "id": doc,
+                "title": f"Title {doc}",
+                "content": text,
+                "acl": {"public": acl.public, "users": sorted(acl.users), "groups": sorted(acl.groups)},
+                **({"environment": env} if env else {}),
+            }
+            for doc, text, acl, env in docs
+        ]
+        response = self.world.api.post("/api/v1/index/batch", bodies, format="json")
+        assert response.status_code == 202, response.content
+        assert job_run(job_id=response.json()["id"]).state == "succeeded"
+        for doc, text, acl, env in docs:
+            self._api_written(doc, text, acl, env)
+
+    def _api_written(self, doc: str, text: str, acl: Acl, env: str | None) -> None:
         old = self.world.expected.get(("api", doc))
         new = Expected(pulled=False, title=f"Title {doc}", content=text, source_acl=acl, environment=env)
         if old is not None:

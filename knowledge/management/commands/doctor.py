@@ -10,6 +10,7 @@ import redis
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from config.celery import app
 from knowledge.checks import plugin_hint
 from knowledge.evals.datasets import is_eval_tenant
 from knowledge.models import Tenant
@@ -61,6 +62,25 @@ def check_redis() -> list[Finding]:
     finally:
         client.close()
     return [_ok("redis", "reachable")]
+
+
+QUEUES = ("priority", "bulk")
+
+
+def check_workers() -> list[Finding]:
+    """Whether some Celery worker consumes each queue (a missing bulk worker leaves jobs queued)."""
+    try:
+        replies = app.control.inspect(timeout=1.0).active_queues() or {}
+    except Exception as exc:  # the broker is down: already a Redis FAIL
+        return [Finding("WARN", "workers", f"cannot ask the workers: {exc}")]
+    consumed = {queue["name"] for queues in replies.values() for queue in queues}
+    missing = [q for q in QUEUES if q not in consumed]
+    if missing:
+        fix = "start them as `make run` does (README, Workers and queues): " + "; ".join(
+            f"celery -A config worker -Q {q} -n {q}@%h" for q in missing
+        )
+        return [Finding("WARN", "workers", f"no worker consumes the {', '.join(missing)} queue(s)", fix)]
+    return [_ok("workers", f"{len(replies)} worker(s) consume {', '.join(QUEUES)}")]
 
 
 def check_backend() -> list[Finding]:
@@ -194,6 +214,8 @@ class Command(BaseCommand):
         findings = check_database()
         database_up = findings[0].status == "OK"
         findings += check_redis()
+        if findings[-1].status == "OK":
+            findings += check_workers()
         findings += check_plugins()
         findings += check_query_model()
         for check in DATABASE_CHECKS if database_up else ():

@@ -12,7 +12,22 @@ from knowledge.models import ApiKey, Connector, Document, Environment, Principal
 from knowledge.services.connector_sync import connector_sync
 from knowledge.services.connectors import connector_ensure, connector_update
 from knowledge.services.documents import document_set_acl, document_upsert
+from knowledge.services.jobs import job_run, job_submit
 
+DEMO_BATCH: list[dict[str, Any]] = [
+    {
+        "id": "onboarding/first-week",
+        "title": "Your first week at Acme",
+        "content": "On your first day IT hands out laptops; badges are collected at the front desk.",
+        "acl": {"public": True},
+    },
+    {
+        "id": "onboarding/buddy",
+        "title": "Onboarding buddies",
+        "content": "Every new hire gets an onboarding buddy from another team for the first month.",
+        "acl": {"public": True},
+    },
+]
 HANDBOOK = Path(__file__).resolve().parents[2] / "demo_data" / "handbook"
 
 DOCS: dict[str, list[dict[str, Any]]] = {
@@ -105,6 +120,7 @@ class Command(BaseCommand):
                 self._seed_tenant(slug, docs)
             count = Document.objects.filter(tenant__slug=slug).count()
             self.stdout.write(f"tenant {slug}: {count} documents")
+        self._seed_job()
         if options["api_key_file"]:
             self.stdout.write(f"demo API key (tenant primary): {demo_api_key(Path(options['api_key_file']))}")
 
@@ -138,6 +154,15 @@ class Command(BaseCommand):
         if slug == Tenant.DEFAULT_SLUG:
             self._seed_folder(tenant)
         return len(docs)
+
+    def _seed_job(self) -> None:
+        """A finished batch job (as `POST /api/v1/index/batch` makes), so the admin's job page has one;
+        its Idempotency-Key makes a re-run replay it instead of adding another."""
+        tenant = Tenant.objects.get(slug="acme")
+        submitted = job_submit(tenant=tenant, documents=DEMO_BATCH, idempotency_key="demo-onboarding-batch")
+        if not submitted.job.finished:
+            job_run(job_id=submitted.job.pk)
+        self.stdout.write(f"ingest job {submitted.job.pk}: {len(DEMO_BATCH)} documents (batch API demo)")
 
     def _seed_folder(self, tenant: Tenant) -> None:
         """A filesystem connector over the demo handbook (public by default; `security/` has an ACL

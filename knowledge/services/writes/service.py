@@ -196,6 +196,16 @@ def _flush(run: _Run, pending: tuple[list[Resolved], Future[dict[str, Prepared]]
         run.apply(items, future.result() if future is not None else {})
 
 
+def documents_check(
+    *, connector: Connector, documents: Sequence[SourceDocument]
+) -> list[tuple[int, KnowledgeError]]:
+    """What `documents_write` would refuse, by position, without writing (a job checks its documents
+    when it is submitted; the write checks them again, as what they depend on may change)."""
+    _, errors = validate_batch(BatchContext.for_connector(connector), documents)
+    position = {d.external_id: i for i, d in enumerate(documents)}
+    return [(position[external_id], error) for external_id, error in errors]
+
+
 def source_write(*, connector: Connector, source: SourceDocument) -> tuple[Document, bool, bool, int]:
     """Write one document strictly: (document, created, re-chunked, chunk count); raises on bad input."""
     stats = documents_write(connector=connector, documents=[source], strict=True)

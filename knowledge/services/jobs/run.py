@@ -1,0 +1,146 @@
+"""Running an ingest job: claim a slice of pending items, write them and mark them, in one transaction.
+
+A worker killed mid-slice rolls the whole slice back (documents and marks), so a rerun writes it once;
+`SKIP LOCKED` lets several workers share one job. Each document is written with its own ACL in the
+same transaction as its chunks, so it is searchable, and only by whom it names, the moment it lands.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count
+from django.db.models.functions import Coalesce, Now
+
+from knowledge.models import Chunk, Connector, IngestJob, IngestJobItem
+from knowledge.pipeline.embedders.base import EmbedderError
+from knowledge.services.api_indexing import api_source
+from knowledge.services.jobs.submit import items_cancel_pending
+from knowledge.services.writes import documents_write
+
+logger = logging.getLogger(__name__)
+Item = IngestJobItem
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """The job's state after a run (None: no such job); `out_of_time`: pending items are left."""
+
+    state: str | None
+    out_of_time: bool = False
+
+
+def job_run(*, job_id: int, seconds: float | None = None) -> RunOutcome:
+    """Write a job's pending documents, for at most about `seconds` (then `out_of_time`).
+
+    Safe to call any number of times, concurrently: each call writes what nobody else holds.
+    :raises EmbedderError: (transient) the embedder is down; the slice rolled back, retry later.
+    """
+    deadline = time.monotonic() + seconds if seconds is not None else None
+    started = IngestJob.objects.filter(pk=job_id, state__in=[IngestJob.State.QUEUED, IngestJob.State.RUNNING])
+    started.update(
+        state=IngestJob.State.RUNNING, started_at=Coalesce("started_at", Now()), heartbeat_at=Now()
+    )
+    while _run_slice(job_id):
+        IngestJob.objects.filter(pk=job_id, state=IngestJob.State.RUNNING).update(heartbeat_at=Now())
+        if deadline is not None and time.monotonic() > deadline and _pending(job_id):
+            return RunOutcome(IngestJob.State.RUNNING, out_of_time=True)
+    return RunOutcome(_settle(job_id))
+
+
+def _pending(job_id: int) -> bool:
+    return Item.objects.filter(job_id=job_id, state=Item.State.PENDING).exists()
+
+
+def _run_slice(job_id: int) -> bool:
+    """Write one slice; False when the job is over for this worker (finished, cancelled, or every
+    remaining item is held by another worker)."""
+    with transaction.atomic():
+        job = IngestJob.objects.select_related("connector").filter(pk=job_id).first()
+        if job is None or job.state != IngestJob.State.RUNNING:
+            return False
+        items = _claim(job_id)
+        if not items:
+            return False
+        _write(job.connector, items)
+        return True
+
+
+def _claim(job_id: int) -> list[IngestJobItem]:
+    """Lock the next pending items, up to a slice's document count and characters (at least one)."""
+    locked = list(
+        Item.objects.filter(job_id=job_id, state=Item.State.PENDING)
+        .order_by("position")
+        .select_for_update(skip_locked=True)
+        .only("pk", "chars")[: settings.KNOWLEDGE_JOB_SLICE_DOCUMENTS]
+    )
+    chosen: list[int] = []
+    chars = 0
+    for item in locked:
+        if chosen and chars + item.chars > settings.KNOWLEDGE_JOB_SLICE_CHARS:
+            break
+        chosen.append(item.pk)
+        chars += item.chars
+    return list(Item.objects.filter(pk__in=chosen).order_by("position"))
+
+
+def _write(connector: Connector, items: Sequence[IngestJobItem]) -> None:
+    sources = [api_source(item.payload or {}) for item in items]
+    try:
+        stats = documents_write(connector=connector, documents=sources, batch_size=len(sources))
+        errors = {e.external_id: e.message for e in stats.errors if e.external_id is not None}
+    except EmbedderError as exc:
+        if not exc.permanent:
+            raise
+        errors = {item.external_id: f"{item.external_id}: {exc}" for item in items}
+        stats = None
+    written = [
+        stats.documents_by_id[i.external_id].pk for i in items if stats and i.external_id not in errors
+    ]
+    counts = dict(
+        Chunk.objects.filter(document_id__in=written)
+        .values("document_id")
+        .annotate(n=Count("pk"))
+        .values_list("document_id", "n")
+    )
+    for item in items:
+        item.payload = None
+        if item.external_id in errors or stats is None:
+            item.state, item.error = Item.State.FAILED, errors.get(item.external_id, "not written")
+        else:
+            item.state = Item.State.DONE
+            item.chunks = counts.get(stats.documents_by_id[item.external_id].pk, 0)
+    Item.objects.bulk_update(items, ["payload", "state", "error", "chunks"])
+
+
+def _settle(job_id: int) -> str | None:
+    """Finish the job once no item is pending; a cancelled job's leftovers become cancelled."""
+    job = IngestJob.objects.filter(pk=job_id).first()
+    if job is None:
+        return None
+    if job.state == IngestJob.State.CANCELLED:
+        items_cancel_pending(job_id=job_id)
+        return job.state
+    if (
+        job.state != IngestJob.State.RUNNING
+        or Item.objects.filter(job_id=job_id, state=Item.State.PENDING).exists()
+    ):
+        return job.state
+    states = dict(
+        Item.objects.filter(job_id=job_id).values("state").annotate(n=Count("pk")).values_list("state", "n")
+    )
+    final = _final_state(done=states.get(Item.State.DONE, 0), failed=states.get(Item.State.FAILED, 0))
+    IngestJob.objects.filter(pk=job_id, state=IngestJob.State.RUNNING).update(state=final, finished_at=Now())
+    logger.info("ingest job %s %s: %s", job_id, final, states)
+    return final
+
+
+def _final_state(*, done: int, failed: int) -> str:
+    if not failed:
+        return IngestJob.State.SUCCEEDED
+    return IngestJob.State.PARTIAL if done else IngestJob.State.FAILED
