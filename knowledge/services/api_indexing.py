@@ -42,9 +42,17 @@ def api_connector_id(*, tenant: Tenant) -> int | None:
 
 
 def api_source(data: dict[str, Any]) -> SourceDocument:
-    """The source document of a validated /index body (also a stored job item's payload)."""
+    """The source document of a validated /index body (also a stored job item's payload). A body
+    without `acl` is private; `"acl": null` (only `source_payload` writes it) is the connector's default."""
     acl = data.get("acl") or {}
     embedding = data.get("embedding")
+    source_acl = (
+        None
+        if "acl" in data and data["acl"] is None
+        else SourceAcl.of(
+            public=acl.get("public", False), users=acl.get("users", ()), groups=acl.get("groups", ())
+        )
+    )
     return SourceDocument(
         external_id=data["id"],
         content=data["content"],
@@ -53,11 +61,33 @@ def api_source(data: dict[str, Any]) -> SourceDocument:
         metadata=data.get("metadata") or {},
         language=data.get("language"),
         environment=data.get("environment"),
-        acl=SourceAcl.of(
-            public=acl.get("public", False), users=acl.get("users", ()), groups=acl.get("groups", ())
-        ),
+        acl=source_acl,
         embedding=tuple(embedding) if embedding is not None else None,
     )
+
+
+def source_payload(source: SourceDocument) -> dict[str, Any]:
+    """A loaded document as a job item's payload (`api_source` reads it back unchanged)."""
+    payload: dict[str, Any] = {
+        "id": source.external_id,
+        "content": source.content,
+        "title": source.title,
+        "source_url": source.source_url,
+        "metadata": source.metadata,
+        "acl": None
+        if source.acl is None
+        else {
+            "public": source.acl.public,
+            "users": list(source.acl.users),
+            "groups": list(source.acl.groups),
+        },
+    }
+    for name in ("language", "environment"):
+        if getattr(source, name) is not None:
+            payload[name] = getattr(source, name)
+    if source.embedding is not None:
+        payload["embedding"] = list(source.embedding)
+    return payload
 
 
 def api_document_index(*, tenant: Tenant, data: dict[str, Any]) -> UpsertResult:

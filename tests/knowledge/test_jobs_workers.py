@@ -8,6 +8,8 @@ on the default local model, as production does (the suite uses the hashing embed
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import signal
 import statistics
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from django.test import override_settings
 from rest_framework.test import APIClient
@@ -230,3 +233,29 @@ def _acl_latency_under_bulk(workers: Workers, backend: OpenSearchRetrievalBacken
         f"({state['done']} written meanwhile): p50 {statistics.median(latencies):.2f} s, p95 {p95:.2f} s"
     )
     assert p95 < 5, latencies
+
+
+def test_ingest_fans_out_to_bulk_workers_with_each_files_acl(workers: Workers, tmp_path: Path) -> None:
+    """`manage.py ingest --workers 2`: two workers share the jobs; a sidecar's ACL and the connector's
+    default (for files without one) arrive as a synchronous ingest would write them."""
+    folder = tmp_path / "docs"
+    (folder / "board").mkdir(parents=True)
+    for i in range(40):
+        (folder / f"note-{i}.md").write_text(f"# Note {i}\nThe harbour ferry schedule, part {i}.")
+    (folder / "board" / "minutes.md").write_text("# Minutes\nThe board met on Monday.")
+    (folder / "board" / ".kbacl.json").write_text(json.dumps({"groups": ["board"]}))
+    workers.start("bulk")
+    workers.start("bulk")
+    out, err = io.StringIO(), io.StringIO()
+    call_command(
+        "ingest", str(folder), "--tenant", "fan-out", "--public", "--workers", "2", stdout=out, stderr=err
+    )
+    assert "41 documents" in out.getvalue(), (out.getvalue(), err.getvalue())
+    documents = {d.external_id: d for d in Document.objects.filter(tenant__slug="fan-out")}
+    assert len(documents) == 41
+    minutes = documents["board/minutes.md"]
+    assert not minutes.is_public
+    assert [p.external_id for p in minutes.allowed_principals.all()] == ["board"]
+    assert all(d.is_public for name, d in documents.items() if name != "board/minutes.md")
+    [job] = IngestJob.objects.filter(tenant__slug="fan-out")
+    assert job.state == "succeeded" and job.connector.kind == "filesystem"

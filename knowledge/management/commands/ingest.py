@@ -14,6 +14,7 @@ from knowledge.connectors import beir, files
 from knowledge.connectors.filesystem import FilesystemKind
 from knowledge.connectors.types import SourceDocument, SourceError
 from knowledge.errors import KnowledgeError
+from knowledge.management.ingest_jobs import ingest_through_jobs
 from knowledge.models import Connector, Principal, Tenant
 from knowledge.services.connectors import connector_ensure, connector_set_default_acl
 from knowledge.services.writes import WriteStats, documents_write
@@ -34,6 +35,13 @@ class Command(BaseCommand):
         parser.add_argument("--tenant", default=Tenant.DEFAULT_SLUG, help="tenant slug (created if missing)")
         parser.add_argument("--connector", default=None, help="connector name (created if missing)")
         parser.add_argument("--batch-size", type=int, default=32)
+        parser.add_argument(
+            "--workers",
+            type=int,
+            default=0,
+            help="write through ingest jobs on the bulk queue, shared by up to this many Celery workers "
+            "(0: write here, in this process)",
+        )
         parser.add_argument("--public", action="store_true", help="connector default ACL: everyone")
         parser.add_argument("--user", action="append", default=[], help="connector default ACL: this user")
         parser.add_argument("--group", action="append", default=[], help="connector default ACL: this group")
@@ -47,6 +55,8 @@ class Command(BaseCommand):
             raise CommandError(f"no such file or folder: {', '.join(missing)}")
         if options["batch_size"] < 1:
             raise CommandError("--batch-size must be at least 1")
+        if options["workers"] < 0:
+            raise CommandError("--workers must be 0 or more")
         tenant, _ = Tenant.objects.get_or_create(slug=options["tenant"], defaults={"name": options["tenant"]})
         errors: list[SourceError] = []
         if options["beir"]:
@@ -66,6 +76,10 @@ class Command(BaseCommand):
             )
             documents, total = self._files(paths, errors), None
         self._set_default_acl(connector, options)
+        if options["workers"]:
+            fanned = ingest_through_jobs(connector, documents, total, options["workers"], self.stderr)
+            self._report(fanned.stats, [*errors, *fanned.stats.errors])
+            return
         stats = self._run(connector, documents, total, options["batch_size"])
         self._report(stats, [*errors, *stats.errors])
 

@@ -45,6 +45,8 @@ def job_submit(
     api_key: ApiKey | None = None,
     idempotency_key: str = "",
     numbered: bool = True,
+    connector: Connector | None = None,
+    parallel: int = 1,
 ) -> Submitted:
     """Record a job of validated /index bodies (external ids unique) and wake a `bulk` worker.
 
@@ -52,11 +54,14 @@ def job_submit(
         when `numbered`), checked before anything is recorded.
     :raises Conflict: the idempotency key was used for a different request of this tenant, or the
         tenant's "api" connector is not an API connector.
+
+    `connector`: another connector of the tenant (`manage.py ingest`); `parallel`: wake that many
+    workers, which share the job's slices.
     """
     digest = request_digest(documents)
     if idempotency_key and (earlier := _keyed(tenant, idempotency_key)) is not None:
         return _replay(earlier, digest)
-    connector = api_connector(tenant=tenant)
+    connector = connector or api_connector(tenant=tenant)
     _check(connector, documents, numbered=numbered)
     try:
         with transaction.atomic():
@@ -77,7 +82,8 @@ def job_submit(
                 ],
                 batch_size=500,
             )
-            send_after_commit(RUN_INGEST_JOB, job.pk)
+            for _ in range(max(1, parallel)):
+                send_after_commit(RUN_INGEST_JOB, job.pk)
     except IntegrityError:  # a concurrent retry with the same key committed first
         earlier = _keyed(tenant, idempotency_key) if idempotency_key else None
         if earlier is None:
