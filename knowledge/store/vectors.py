@@ -15,6 +15,8 @@ from knowledge.store.tables import CHUNK, EMBEDDING, TENANT
 
 __all__ = [
     "chunks_missing_embedding",
+    "nearest_chunks",
+    "sample_chunks_with_models",
     "count_chunks_missing_embedding",
     "embedding_inventory",
     "get_chunk_vectors",
@@ -41,6 +43,39 @@ FROM {EMBEDDING} e JOIN {TENANT} t ON t.id = e.tenant_id
 WHERE e.model <> ALL(%(ignored)s) AND NOT e.is_deleted
 GROUP BY t.slug ORDER BY t.slug
 """
+
+
+SAMPLE_BOTH = f"""
+SELECT c.tenant_id, c.content FROM {CHUNK} c TABLESAMPLE BERNOULLI (%(percent)s)
+WHERE NOT c.is_deleted
+  AND EXISTS (SELECT 1 FROM {EMBEDDING} e WHERE e.chunk_id = c.id AND e.model = %(old)s)
+  AND EXISTS (SELECT 1 FROM {EMBEDDING} e WHERE e.chunk_id = c.id AND e.model = %(new)s)
+ORDER BY random() LIMIT %(limit)s
+"""
+ESTIMATED_CHUNKS = f"SELECT greatest(reltuples, 0) FROM pg_class WHERE oid = '{CHUNK}'::regclass"
+
+
+def sample_chunks_with_models(old: str, new: str, limit: int) -> list[tuple[int, str]]:
+    """(tenant id, text) of up to `limit` random live chunks holding vectors of both models."""
+    with connection.cursor() as cursor:
+        cursor.execute(ESTIMATED_CHUNKS)
+        estimate = float(cursor.fetchone()[0] or 0)
+        # About 50 candidates per wanted row (a built-in sample, so no full scan of a big table).
+        percent = 100.0 if estimate < limit * 50 else max(0.001, 100.0 * limit * 50 / estimate)
+        cursor.execute(SAMPLE_BOTH, {"percent": percent, "old": old, "new": new, "limit": limit})
+        return [(int(tenant), str(text)) for tenant, text in cursor.fetchall()]
+
+
+def nearest_chunks(tenant_id: int, model: str, vector: Sequence[float], k: int) -> list[int]:
+    """The k live chunks of a tenant nearest to `vector` among one model's vectors (an exact scan)."""
+    dimensions = len(vector)
+    sql = (
+        f"SELECT chunk_id FROM {EMBEDDING} WHERE tenant_id = %s AND model = %s AND dimensions = %s "
+        f"AND NOT is_deleted ORDER BY embedding::vector({dimensions}) <=> %s::vector({dimensions}) LIMIT %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [tenant_id, model, dimensions, json.dumps(list(vector)), k])
+        return [int(row[0]) for row in cursor.fetchall()]
 
 
 def chunks_missing_embedding(model: str, after_id: int, limit: int) -> list[tuple[int, str]]:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import io
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from knowledge.models import ActiveEmbedder, ChunkEmbedding, ReindexJob
 from knowledge.pipeline.active import active_embedder
 from knowledge.search import search_chunks
+from knowledge.selectors.reindex import QUERY_WORDS, models_overlap
 from knowledge.services.documents import document_upsert
 from knowledge.services.reindex import (
     chunks_missing,
@@ -101,3 +102,40 @@ def test_command_switches_and_prunes(scope: SearchScope) -> None:
     assert "is now the active embedder" in out.getvalue()
     assert set(ChunkEmbedding.objects.values_list("model", flat=True)) == {"hashing-sha256-256"}
     assert reindex_prune(keep_model="hashing-sha256-256") == 0
+
+
+def _top(model: str, tenant_id: int, vector: list[float], k: int) -> set[int]:
+    """The brute-force k nearest chunks by cosine distance (vectors are L2-normalised)."""
+    rows = ChunkEmbedding.objects.filter(tenant_id=tenant_id, model=model).values_list(
+        "chunk_id", "embedding"
+    )
+    scored = sorted(rows, key=lambda row: -sum(a * b for a, b in zip(row[1], vector, strict=True)))
+    return {chunk_id for chunk_id, _ in scored[:k]}
+
+
+def test_models_overlap_matches_a_brute_force_comparison(scope: SearchScope) -> None:
+    """Each sample query is a chunk's opening words, so its own chunk is both models' nearest (k=1;
+    beyond it the hashing vectors of unrelated texts tie near zero, in any order)."""
+    old, new = active_embedder(), Hashing256Embedder()
+    assert models_overlap(old=old, new=new, sample=20, k=1).queries == 0  # no new vectors yet
+    reindex_backfill(job=reindex_job_for(spec=NEW))
+    overlap = models_overlap(old=old, new=new, sample=20, k=1)
+    assert overlap.queries == len(TEXTS)  # every chunk holds both models' vectors
+    for text in TEXTS:
+        query = " ".join(text.split()[:QUERY_WORDS])
+        before = _top(old.name, scope.tenant_id, old.embed_queries([query])[0], 1)
+        after = _top(new.name, scope.tenant_id, new.embed_queries([query])[0], 1)
+        assert before == after
+    assert overlap.mean == overlap.lowest == 1.0
+
+
+def test_command_reports_the_overlap_and_refuses_to_switch_below_the_floor(scope: SearchScope) -> None:
+    before = active_embedder().name
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="below --min-overlap"):
+        call_command("reindex", "--embedder", NEW, "--min-overlap", "1.01", stdout=out, stderr=io.StringIO())
+    assert f"{len(TEXTS)} sample queries: the top 10 of hashing-sha256-256 share" in out.getvalue()
+    assert active_embedder().name == before
+    assert chunks_missing(model="hashing-sha256-256") == 0  # the new vectors are kept for the next run
+    call_command("reindex", "--embedder", NEW, stdout=io.StringIO(), stderr=io.StringIO())
+    assert active_embedder().name == "hashing-sha256-256"

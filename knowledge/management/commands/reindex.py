@@ -8,8 +8,10 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from knowledge.pipeline.active import active_spec, embedder_for
+from knowledge.pipeline.active import active_embedder, active_spec, embedder_for
+from knowledge.pipeline.embedders.base import Embedder
 from knowledge.pipeline.registry import configured_name
+from knowledge.selectors.reindex import models_overlap
 from knowledge.services.index_sync import index_reconcile
 from knowledge.services.reindex import (
     chunks_missing,
@@ -34,6 +36,18 @@ class Command(BaseCommand):
         )
         parser.add_argument("--batch-size", type=int, default=64)
         parser.add_argument("--prune", action="store_true", help="after the switch, delete the old vectors")
+        parser.add_argument(
+            "--compare",
+            type=int,
+            default=20,
+            help="sample queries compared between the models before the switch (0: none)",
+        )
+        parser.add_argument(
+            "--min-overlap",
+            type=float,
+            default=0.0,
+            help="do not switch when the mean top-10 overlap of the sample is below this (0 to 1)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         spec = options["embedder"] or configured_name("embedder")
@@ -51,6 +65,7 @@ class Command(BaseCommand):
             total=chunks_missing(model=embedder.name), unit="chunk", desc="re-embedding", disable=None
         ) as bar:
             done = reindex_backfill(job=job, batch_size=options["batch_size"], on_progress=bar.update)
+        self._compare(embedder, options["compare"], options["min_overlap"])
         if is_external(get_backend()):  # the new vectors must be in the index before they serve
             self.stdout.write("pushing the new vectors to the index")
             index_reconcile(time_budget=None)
@@ -60,3 +75,22 @@ class Command(BaseCommand):
         self.stdout.write(f"embedded {done} chunks; {spec} is now the active embedder")
         if options["prune"]:
             self.stdout.write(f"deleted {reindex_prune(keep_model=embedder.name)} vectors of other models")
+
+    def _compare(self, embedder: Embedder, sample: int, min_overlap: float) -> None:
+        """Report how far the new model's nearest chunks agree with the active one's, before switching."""
+        current = active_embedder()
+        if sample <= 0 or current.name == embedder.name:
+            return
+        overlap = models_overlap(old=current, new=embedder, sample=sample)
+        if not overlap.queries:
+            self.stdout.write("no chunk holds both models' vectors yet: nothing to compare")
+            return
+        self.stdout.write(
+            f"{overlap.queries} sample queries: the top {overlap.k} of {embedder.name} share "
+            f"{overlap.mean:.0%} of {current.name}'s on average (lowest {overlap.lowest:.0%})"
+        )
+        if overlap.mean < min_overlap:
+            raise CommandError(
+                f"mean overlap {overlap.mean:.2f} is below --min-overlap {min_overlap}: not switching "
+                "(the new vectors are kept; run again with a lower --min-overlap to switch)"
+            )
