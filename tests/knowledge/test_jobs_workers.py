@@ -19,6 +19,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 from django.test import override_settings
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from knowledge.access.principals import acl_tokens
@@ -156,8 +158,9 @@ def test_a_worker_killed_mid_job_loses_and_duplicates_nothing(workers: Workers) 
     # The killed worker's message is unacknowledged (Redis returns it only after an hour): the
     # resume sweep, run by beat in production, wakes the job once its heartbeat is stale.
     workers.start("bulk")
-    time.sleep(1.2)
-    with override_settings(KNOWLEDGE_JOB_STALE_SECONDS=1):
+    a_minute_ago = timezone.now() - timedelta(minutes=1)
+    IngestJob.objects.filter(pk=job_id).update(heartbeat_at=a_minute_ago)  # the dead worker's last beat
+    with override_settings(KNOWLEDGE_JOB_STALE_SECONDS=30):
         assert jobs_resume() == [job_id]
     wait_for(lambda: IngestJob.objects.get(pk=job_id).finished, 180, "the second worker to finish the job")
     assert IngestJob.objects.get(pk=job_id).state == "succeeded"
