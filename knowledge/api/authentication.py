@@ -52,6 +52,12 @@ class ApiClient:
         return self.key.tenant_id
 
 
+def request_key(request: Any) -> ApiKey:
+    """The API key a request was authenticated with (views behind IsAuthenticated only)."""
+    assert isinstance(request.user, ApiClient)
+    return request.user.key
+
+
 class ApiKeyAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 

@@ -12,17 +12,16 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from knowledge.api.authentication import ApiClient
+from knowledge.api.authentication import request_key
 from knowledge.api.parsers import LimitedJSONParser, NDJSONParser
 from knowledge.api.permissions import CanIndex
-from knowledge.api.serializers import ErrorSerializer, IndexRequestSerializer
+from knowledge.api.serializers import ERRORS, ErrorSerializer, IndexRequestSerializer
 from knowledge.errors import InvalidInput
 from knowledge.models import ApiKey, Tenant
 from knowledge.selectors.jobs import JobProgress, job_get, job_progress
 from knowledge.selectors.scopes import tenant_for_key
 from knowledge.services.jobs import job_cancel, job_submit
 
-ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 429: ErrorSerializer}
 IDEMPOTENCY_KEY = OpenApiParameter(
     "Idempotency-Key",
     str,
@@ -65,22 +64,19 @@ def batch_limits(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
     return result
 
 
-JOB_EXAMPLE = OpenApiExample(
-    "A running job",
-    value={
-        "id": 42,
-        "state": "running",
-        "documents": {"total": 1000, "pending": 680, "done": 318, "failed": 2, "cancelled": 0},
-        "chunks": {"written": 702, "estimated_total": 2210},
-        "errors": [{"position": 7, "id": "doc-7", "message": "doc-7: unknown environment 'prod'"}],
-        "created_at": "2026-12-02T10:00:00Z",
-        "started_at": "2026-12-02T10:00:01Z",
-        "finished_at": None,
-        "seconds": 41.2,
-        "url": "/api/v1/jobs/42",
-    },
-    response_only=True,
-)
+RUNNING_JOB: dict[str, Any] = {
+    "id": 42,
+    "state": "running",
+    "documents": {"total": 1000, "pending": 680, "done": 318, "failed": 2, "cancelled": 0},
+    "chunks": {"written": 702, "estimated_total": 2210},
+    "errors": [{"position": 7, "id": "doc-7", "message": "doc-7: unknown environment 'prod'"}],
+    "created_at": "2026-12-02T10:00:00Z",
+    "started_at": "2026-12-02T10:00:01Z",
+    "finished_at": None,
+    "seconds": 41.2,
+    "url": "/api/v1/jobs/42",
+}
+JOB_EXAMPLE = OpenApiExample("A running job", value=RUNNING_JOB, response_only=True)
 BATCH_EXAMPLE = OpenApiExample(
     "Two documents with their ACLs",
     value=[
@@ -100,16 +96,12 @@ BATCH_EXAMPLE = OpenApiExample(
 CANCELLED_EXAMPLE = OpenApiExample(
     "Cancelled part way",
     value={
-        "id": 42,
+        **RUNNING_JOB,
         "state": "cancelled",
         "documents": {"total": 1000, "pending": 0, "done": 320, "failed": 0, "cancelled": 680},
-        "chunks": {"written": 702, "estimated_total": 2194},
         "errors": [],
-        "created_at": "2026-12-02T10:00:00Z",
-        "started_at": "2026-12-02T10:00:01Z",
         "finished_at": "2026-12-02T10:00:43Z",
         "seconds": 42.0,
-        "url": "/api/v1/jobs/42",
     },
     response_only=True,
 )
@@ -169,11 +161,6 @@ def submitted_response(
     return Response(body, status=status.HTTP_202_ACCEPTED, headers=headers)
 
 
-def _key(request: Request) -> ApiKey:
-    assert isinstance(request.user, ApiClient)
-    return request.user.key
-
-
 def validated_batch(key: ApiKey, data: Any) -> list[dict[str, Any]]:
     """Every document of a batch, validated as /index bodies; any invalid one refuses the batch."""
     if isinstance(data, dict) and set(data) == {"documents"}:
@@ -224,7 +211,7 @@ class IndexBatchView(APIView):
         summary="Index up to KNOWLEDGE_BATCH_MAX_DOCUMENTS documents in the background (a job)",
     )
     def post(self, request: Request) -> Response:
-        key = _key(request)
+        key = request_key(request)
         documents = validated_batch(key, request.data)
         return submitted_response(request, key.tenant, key, documents)
 
@@ -238,7 +225,7 @@ class JobView(APIView):
         summary="An ingest job: state, progress, per-document errors, timings",
     )
     def get(self, request: Request, job_id: int) -> Response:
-        job = job_get(tenant=_key(request).tenant, job_id=job_id)
+        job = job_get(tenant=request_key(request).tenant, job_id=job_id)
         return Response(job_body(job_progress(job=job)))
 
     @extend_schema(
@@ -247,7 +234,7 @@ class JobView(APIView):
         summary="Cancel a job: documents not yet written never are (those written stay)",
     )
     def delete(self, request: Request, job_id: int) -> Response:
-        job = job_get(tenant=_key(request).tenant, job_id=job_id)
+        job = job_get(tenant=request_key(request).tenant, job_id=job_id)
         job_cancel(job=job)
         job.refresh_from_db()
         return Response(job_body(job_progress(job=job)))

@@ -209,3 +209,7 @@ class ErrorSerializer(serializers.Serializer):  # type: ignore[type-arg]
     error = serializers.CharField()
     message = serializers.CharField()
     fields = serializers.DictField(child=serializers.ListField(child=serializers.CharField()), required=False)
+
+
+# The error answers every authenticated endpoint can give (its schema adds its own).
+ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 429: ErrorSerializer}

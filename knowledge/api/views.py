@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 
 from knowledge import names
 from knowledge.api import examples
-from knowledge.api.authentication import ApiClient
+from knowledge.api.authentication import request_key
 from knowledge.api.errors import RETRY_AFTER_SECONDS
 from knowledge.api.hits import render_hit
 from knowledge.api.jobs import IDEMPOTENCY_KEY, JOB_EXAMPLE, JobSerializer, submitted_response, wants_job
@@ -21,6 +21,7 @@ from knowledge.api.pagination import StrictLimitOffsetPagination
 from knowledge.api.params import query_int, query_slug, reject_unknown_params
 from knowledge.api.permissions import CanIndex, CanSearch
 from knowledge.api.serializers import (
+    ERRORS,
     DocumentSerializer,
     ErrorSerializer,
     HealthSerializer,
@@ -48,7 +49,6 @@ from knowledge.services.audit import search_record
 from knowledge.services.documents import document_hard_delete
 from retrieval_backends.types import SearchScope
 
-ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 429: ErrorSerializer}
 PREFER = OpenApiParameter(
     "Prefer",
     str,
@@ -59,11 +59,6 @@ PREFER = OpenApiParameter(
         "longer than KNOWLEDGE_INLINE_INDEX_CHARS (default 100,000 characters) always are."
     ),
 )
-
-
-def _client(request: Request) -> ApiClient:
-    assert isinstance(request.user, ApiClient)
-    return request.user
 
 
 def _visible_to(key: ApiKey) -> frozenset[int] | None:
@@ -124,7 +119,7 @@ class SearchView(APIView):
         body = SearchRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        key = _client(request).key
+        key = request_key(request)
         scope = search_scope_for_key(
             key=key,
             source_account_id=data.get("source_account_id"),
@@ -172,7 +167,7 @@ class IndexView(APIView):
     def post(self, request: Request) -> Response:
         body = IndexRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        key = _client(request).key
+        key = request_key(request)
         data = dict(body.validated_data)
         tenant = tenant_for_key(key=key, source_account_id=data.pop("source_account_id", None))
         if wants_job(request, data):
@@ -207,7 +202,7 @@ class DocumentListView(APIView):
         summary="The tenant's documents, paginated (limit/offset)",
     )
     def get(self, request: Request) -> Response:
-        key = _client(request).key
+        key = request_key(request)
         reject_unknown_params(request, ("connector_id", "environment", "limit", "offset"))
         connector_id = query_int(request, "connector_id")
         if connector_id is not None:
@@ -228,7 +223,7 @@ class DocumentDetailView(APIView):
     permission_classes = [CanIndex]
 
     def _connector_id(self, request: Request) -> int | None:
-        key = _client(request).key
+        key = request_key(request)
         reject_unknown_params(request, ("connector_id",))
         connector_id = query_int(request, "connector_id")
         if connector_id is None:
@@ -240,7 +235,7 @@ class DocumentDetailView(APIView):
         connector_id = self._connector_id(request)
         if connector_id is None or "\x00" in external_id:  # no API connector yet; NUL is in no id
             return None
-        key = _client(request).key
+        key = request_key(request)
         return document_get(
             tenant=key.tenant, external_id=external_id, connector_id=connector_id, visible_to=_visible_to(key)
         )

@@ -13,7 +13,7 @@ from tqdm import tqdm
 
 from knowledge.connectors.types import SourceDocument, SourceError
 from knowledge.models import Connector, IngestJob
-from knowledge.selectors.jobs import job_progress
+from knowledge.selectors.jobs import job_progress, jobs_tally
 from knowledge.services.api_indexing import source_payload
 from knowledge.services.jobs import job_submit
 from knowledge.services.writes import WriteStats, documents_check
@@ -55,27 +55,23 @@ def ingest_through_jobs(
 
 
 def _wait(fanned: Fanned, total: int, err: Any) -> None:
-    done, last_change, warned = 0, time.monotonic(), False
+    done, last_change, warned, finished = 0, time.monotonic(), False, False
     with tqdm(total=total, unit="doc", desc="ingest jobs", disable=None) as bar:
-        while True:
-            jobs = list(IngestJob.objects.filter(pk__in=fanned.jobs))
-            progress = [job_progress(job=job) for job in jobs]
-            settled = sum(
-                p.documents["done"] + p.documents["failed"] + p.documents["cancelled"] for p in progress
-            )
+        while not finished:
+            settled, chunks, finished = jobs_tally(job_ids=fanned.jobs)
             bar.update(settled - done)
-            bar.set_postfix(chunks=sum(p.chunks_written for p in progress), refresh=False)
+            bar.set_postfix(chunks=chunks, refresh=False)
             if settled != done:
                 done, last_change = settled, time.monotonic()
-            if all(job.finished for job in jobs):
-                break
-            if not warned and time.monotonic() - last_change > QUIET_SECONDS:
+            elif not warned and time.monotonic() - last_change > QUIET_SECONDS:
                 err.write(
                     "no progress for a minute: is a worker consuming the bulk queue? (manage.py doctor)"
                 )
                 warned = True
-            time.sleep(POLL_SECONDS)
-    for p in progress:
-        fanned.stats.created += p.documents["done"]
-        fanned.stats.chunks += p.chunks_written
-        fanned.stats.errors += [SourceError(e["message"], e["id"]) for e in p.errors]
+            if not finished:
+                time.sleep(POLL_SECONDS)
+    for job in IngestJob.objects.filter(pk__in=fanned.jobs):
+        progress = job_progress(job=job)
+        fanned.stats.created += progress.documents["done"]
+        fanned.stats.chunks += progress.chunks_written
+        fanned.stats.errors += [SourceError(e["message"], e["id"]) for e in progress.errors]

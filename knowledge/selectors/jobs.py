@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, Sum
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from knowledge.errors import NotFound
@@ -32,6 +32,17 @@ def job_get(*, tenant: Tenant, job_id: int) -> IngestJob:
     if job is None:
         raise NotFound(f"no job {job_id} in this tenant", field="job_id")
     return job
+
+
+def jobs_tally(*, job_ids: list[int]) -> tuple[int, int, bool]:
+    """For polling several jobs at once: documents settled (written, failed or cancelled), chunks
+    written, and whether every job has finished; two queries, whatever the number of jobs."""
+    items = IngestJobItem.objects.filter(job_id__in=job_ids)
+    totals = items.aggregate(
+        settled=Count("pk", filter=~Q(state=IngestJobItem.State.PENDING)), chunks=Sum("chunks")
+    )
+    unfinished = IngestJob.objects.filter(pk__in=job_ids).exclude(state__in=IngestJob.FINISHED).exists()
+    return totals["settled"] or 0, totals["chunks"] or 0, not unfinished
 
 
 def job_progress(*, job: IngestJob) -> JobProgress:
