@@ -83,14 +83,15 @@ def measure(database: str, embedder: str, chars: int) -> dict[str, Any]:
     out = context.Queue()
     child = context.Process(target=_write, args=(database, embedder, chars, out))
     child.start()
+    child.join()  # the child puts a small dict: joining first cannot dead-lock on the queue
+    if child.exitcode != 0 or out.empty():
+        raise SystemExit(f"the measuring process failed (exit code {child.exitcode}); see above")
     figures: dict[str, Any] = out.get()
-    child.join()
     return figures
 
 
 def main() -> None:
-    args = parse_args()
-    setup_django(args.database)
+    args = parse_args()  # each measurement sets Django up in its own fresh process
     figures = {
         "embedder": args.embedder,
         "in_request_limit": measure(args.database, args.embedder, 100_000),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from django.db import transaction
@@ -55,15 +55,42 @@ def _inputs(item: PreparedChunks) -> list[ChunkInput]:
     ]
 
 
+# Chunks are inserted this many per statement (several statements, one transaction): the statement's
+# arrays and vector literals of a document near the size limit are never built all at once.
+INSERT_SLICE = 512
+
+
 @transaction.atomic
 def chunks_replace(*, prepared: Sequence[PreparedChunks], model: str) -> int:
     """Swap every document's old chunks for the new ones in one transaction; returns chunks written."""
     for item in prepared:
         if not item.is_new:
             delete_document_chunks(item.document.pk)
-    inputs = [chunk for item in prepared for chunk in _inputs(item)]
+    written = 0
+    for inputs, vectors in _slices(prepared):
+        written += _insert(inputs, vectors, model)
+    schedule_index_sync([item.document.pk for item in prepared])
+    return written
+
+
+def _slices(
+    prepared: Sequence[PreparedChunks],
+) -> Iterator[tuple[list[ChunkInput], list[Sequence[float]]]]:
+    inputs: list[ChunkInput] = []
+    vectors: list[Sequence[float]] = []
+    for item in prepared:
+        for chunk, vector in zip(_inputs(item), item.vectors, strict=True):
+            inputs.append(chunk)
+            vectors.append(vector)
+            if len(inputs) == INSERT_SLICE:
+                yield inputs, vectors
+                inputs, vectors = [], []
+    if inputs:
+        yield inputs, vectors
+
+
+def _insert(inputs: list[ChunkInput], vectors: list[Sequence[float]], model: str) -> int:
     stored = insert_chunks(inputs)
-    vectors = [vector for item in prepared for vector in item.vectors]
     by_dimension: dict[int, list[EmbeddingUpdate]] = defaultdict(list)
     for chunk, vector in zip(stored, vectors, strict=True):
         by_dimension[len(vector)].append(
@@ -71,5 +98,4 @@ def chunks_replace(*, prepared: Sequence[PreparedChunks], model: str) -> int:
         )
     for dimensions, updates in by_dimension.items():
         index_embeddings(updates, dimensions)
-    schedule_index_sync([item.document.pk for item in prepared])
     return len(stored)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -9,6 +10,11 @@ from knowledge.pipeline.chunkers.base import ChunkSource, ChunkText
 from knowledge.pipeline.embedders.base import CLIENT_MODEL, Embedder
 from knowledge.pipeline.registry import get_chunker
 from knowledge.services.writes.validate import Resolved
+
+# Chunks go to the embedder this many at a time and their vectors are kept as float32 arrays (what
+# pgvector stores): 1.5 KB per 384-dimension chunk instead of 12 KB of Python floats, so a document
+# near the 2,000,000-character limit does not hold thousands of float lists at once.
+EMBED_SLICE = 256
 
 
 @dataclass(frozen=True)
@@ -43,11 +49,19 @@ def prepare(items: Sequence[Resolved], embedder: Embedder) -> dict[str, Prepared
             )
         else:
             pending.append((item, chunker.chunk(ChunkSource(source.title, source.content, source.metadata))))
-    flat = embedder.embed_batch([c.text for _, chunks in pending for c in chunks]) if pending else []
+    flat = embedded(embedder, [c.text for _, chunks in pending for c in chunks])
     start = 0
     for item, chunks in pending:
         out[item.external_id] = _prepared(item, chunks, flat[start : start + len(chunks)], embedder.name)
         start += len(chunks)
+    return out
+
+
+def embedded(embedder: Embedder, texts: Sequence[str]) -> list[array[float]]:
+    """One compact float32 vector per text, embedded `EMBED_SLICE` texts at a time."""
+    out: list[array[float]] = []
+    for start in range(0, len(texts), EMBED_SLICE):
+        out += [array("f", v) for v in embedder.embed_batch(texts[start : start + EMBED_SLICE])]
     return out
 
 
