@@ -53,8 +53,14 @@ def default_tenant_slug(root: Path) -> str:
 
 
 def is_eval_tenant(slug: str) -> bool:
-    """A tenant `manage.py evals retrieval` made for its corpus (the fixture's, or a BEIR one's)."""
-    return slug == FIXTURE_TENANT or slug.startswith(BEIR_TENANT_PREFIX)
+    """A tenant `manage.py evals retrieval` made for its corpus (the fixture's, or a BEIR one's, or
+    either's copy per embedder of `--embedders`)."""
+    return slug == FIXTURE_TENANT or slug.startswith((f"{FIXTURE_TENANT}-", BEIR_TENANT_PREFIX))
+
+
+def model_tenant_slug(base: str, spec: str) -> str:
+    """Each embedder of a model comparison keeps its own copy of the corpus, so each is ingested once."""
+    return f"{base}-{slugify(spec.rsplit('.', 1)[-1])}"[:64]
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,17 @@ class IngestOutcome:
     reused: bool
     purged: int
     stats: IngestStats | None
+    documents: int = 0  # in the copy, and how long its (last complete) ingest took
+    chunks: int = 0
+    ingest_seconds: float = 0.0
+
+    @property
+    def documents_per_second(self) -> float:
+        return self.documents / self.ingest_seconds if self.ingest_seconds else 0.0
+
+    @property
+    def chunks_per_second(self) -> float:
+        return self.chunks / self.ingest_seconds if self.ingest_seconds else 0.0
 
 
 def _purge(connector: Connector) -> int:
@@ -98,18 +115,24 @@ def corpus_ingest(
     wanted = corpus_fingerprint(root)
     stored = record.fingerprint()
     if stored == wanted and not force:
-        return IngestOutcome(connector, reused=True, purged=0, stats=None)
+        return IngestOutcome(connector, True, 0, None, record.documents, record.chunks, record.ingest_seconds)
     rebuild = force or any(stored[key] != wanted[key] for key in ("embedder", "chunker"))
     purged = _purge(connector) if rebuild else 0
     # The corpus stays unknown until the ingest completes, so an interrupted run is resumed.
     _record(record, corpus_hash="", embedder=wanted["embedder"], chunker=wanted["chunker"])
     stats = documents_ingest(connector=connector, documents=beir.iter_corpus(root), on_progress=on_progress)
     purged += _drop_missing(connector, root)
-    _record(record, corpus_hash=wanted["corpus_hash"], documents=stats.documents)
-    return IngestOutcome(connector, reused=False, purged=purged, stats=stats)
+    _record(
+        record,
+        corpus_hash=wanted["corpus_hash"],
+        documents=stats.documents,
+        chunks=stats.chunks,
+        ingest_seconds=stats.seconds,
+    )
+    return IngestOutcome(connector, False, purged, stats, stats.documents, stats.chunks, stats.seconds)
 
 
-def _record(record: EvalCorpus, **values: str | int) -> None:
+def _record(record: EvalCorpus, **values: str | float) -> None:
     for name, value in values.items():
         setattr(record, name, value)
     record.save(update_fields=[*values, "updated_at"])

@@ -25,9 +25,15 @@ class RunInfo:
 
 
 def _rows(results: Sequence[ConfigResult], metrics: MetricSet) -> tuple[list[str], list[list[str]]]:
-    header = ["config", *metrics.names(), "queries/s"]
+    header = ["config", *metrics.names(), "queries/s", "p50 ms", "p95 ms"]
     rows = [
-        [r.name, *(f"{r.metrics[m]:.4f}" for m in metrics.names()), f"{r.queries_per_second:.1f}"]
+        [
+            r.name,
+            *(f"{r.metrics[m]:.4f}" for m in metrics.names()),
+            f"{r.queries_per_second:.1f}",
+            f"{r.p50_ms:.1f}",
+            f"{r.p95_ms:.1f}",
+        ]
         for r in results
     ]
     return header, rows
@@ -66,6 +72,7 @@ def json_report(info: RunInfo, results: Sequence[ConfigResult], per_query: bool 
             r.name: {
                 "metrics": {name: round(value, 6) for name, value in r.metrics.items()},
                 "queries_per_second": round(r.queries_per_second, 2),
+                "query_ms": {"p50": round(r.p50_ms, 2), "p95": round(r.p95_ms, 2)},
                 "warnings": r.warnings,
                 "stage_ms": {name: round(ms, 3) for name, ms in r.stage_ms.items()},
             }
@@ -75,6 +82,64 @@ def json_report(info: RunInfo, results: Sequence[ConfigResult], per_query: bool 
     if per_query:
         report["per_query"] = {r.name: r.per_query for r in results}
     return report
+
+
+@dataclass(frozen=True)
+class ModelRun:
+    """One embedder's run in a model comparison: its ingest rate and its configurations' results."""
+
+    spec: str
+    model: str
+    dimension: int
+    documents_per_second: float
+    chunks_per_second: float
+    results: Sequence[ConfigResult]
+
+
+def models_table(runs: Sequence[ModelRun], metrics: MetricSet) -> str:
+    """One row per embedder: ingest rate, then each configuration's nDCG@10 and p50/p95 query ms."""
+    metric = chart_metrics(metrics)[0]
+    names = [r.name for r in runs[0].results]
+    lanes = [f"{n} {metric} (p50/p95 ms)" for n in names]
+    header = ["embedder", "model", "dim", "docs/s", "chunks/s", *lanes]
+    rows = [
+        [
+            run.spec,
+            run.model,
+            str(run.dimension),
+            f"{run.documents_per_second:.1f}",
+            f"{run.chunks_per_second:.1f}",
+            *(f"{r.metrics[metric]:.4f} ({r.p50_ms:.1f}/{r.p95_ms:.1f})" for r in run.results),
+        ]
+        for run in runs
+    ]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    lines = [
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in [header, *rows]
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def models_report(runs: Sequence[ModelRun]) -> list[dict[str, Any]]:
+    return [
+        {
+            "embedder": run.spec,
+            "model": run.model,
+            "dimension": run.dimension,
+            "documents_per_second": round(run.documents_per_second, 2),
+            "chunks_per_second": round(run.chunks_per_second, 2),
+            "configs": {
+                r.name: {
+                    "metrics": {name: round(value, 6) for name, value in r.metrics.items()},
+                    "query_ms": {"p50": round(r.p50_ms, 2), "p95": round(r.p95_ms, 2)},
+                }
+                for r in run.results
+            },
+        }
+        for run in runs
+    ]
 
 
 def chart_metrics(metrics: MetricSet) -> tuple[str, str]:

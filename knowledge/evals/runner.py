@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,10 +29,27 @@ class ConfigResult:
     warnings: list[str] = field(default_factory=list)
     ranked: dict[str, list[str]] = field(default_factory=dict)
     stage_ms: dict[str, float] = field(default_factory=dict)  # mean time per query spent in each stage
+    query_ms: list[float] = field(default_factory=list, repr=False)  # each query's search, in id order
 
     @property
     def queries_per_second(self) -> float:
         return self.queries / self.seconds if self.seconds else 0.0
+
+    @property
+    def p50_ms(self) -> float:
+        return percentile(self.query_ms, 0.5)
+
+    @property
+    def p95_ms(self) -> float:
+        return percentile(self.query_ms, 0.95)
+
+
+def percentile(samples: Sequence[float], fraction: float) -> float:
+    """The nearest-rank percentile (0 for no samples)."""
+    if not samples:
+        return 0.0
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(fraction * len(ordered)) - 1))]
 
 
 def chunk_limit(ks: Sequence[int]) -> int:
@@ -93,9 +111,12 @@ def run_config(
     scores: dict[str, dict[str, float]] = {}
     kept: dict[str, list[str]] = {}
     warnings: dict[str, None] = {}
+    query_ms: list[float] = []
     started = time.perf_counter()
     for query_id in ids:
+        before = time.perf_counter()
         ranked, found = _ranked(context, dataset.queries[query_id], config, stages)
+        query_ms.append((time.perf_counter() - before) * 1000)
         scores[query_id] = per_query(ranked, dataset.qrels[query_id], metrics)
         kept[query_id] = ranked[: max(metrics.ks)]
         warnings.update(dict.fromkeys(found))
@@ -106,4 +127,6 @@ def run_config(
         name: sum(s[name] for s in scores.values()) / len(ids) if ids else 0.0 for name in metrics.names()
     }
     stage_ms = {name: sum(times) / len(times) for name, times in context.stage_ms.items() if times}
-    return ConfigResult(config.name, means, len(ids), seconds, scores, list(warnings), kept, stage_ms)
+    return ConfigResult(
+        config.name, means, len(ids), seconds, scores, list(warnings), kept, stage_ms, query_ms
+    )

@@ -18,6 +18,8 @@ class EvalCorpus(models.Model):
     embedder = models.CharField(max_length=200, blank=True)
     chunker = models.CharField(max_length=200, blank=True)
     documents = models.PositiveIntegerField(default=0)
+    chunks = models.PositiveIntegerField(default=0)
+    ingest_seconds = models.FloatField(default=0.0)  # the last complete ingest's wall time
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

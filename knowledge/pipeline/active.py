@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 
 from django.db import DatabaseError
@@ -20,6 +22,7 @@ from knowledge.plugins import on_reset
 REFRESH_SECONDS = 5.0
 _lock = threading.Lock()
 _cached: tuple[float, str] | None = None
+_forced: str | None = None
 
 
 @lru_cache(maxsize=4)
@@ -34,6 +37,8 @@ def active_spec() -> str:
     """The active embedder's spec: the switched one recorded in the database, else the setting."""
     global _cached
     with _lock:
+        if _forced is not None:
+            return _forced
         now = time.monotonic()
         if _cached is None or now - _cached[0] > REFRESH_SECONDS:
             try:
@@ -46,6 +51,21 @@ def active_spec() -> str:
 
 def active_embedder() -> Embedder:
     return embedder_for(active_spec())
+
+
+@contextmanager
+def embedder_override(spec: str) -> Iterator[Embedder]:
+    """This process embeds documents and queries with `spec` inside the block, whatever is switched;
+    for offline comparisons (`evals retrieval --embedders`), never for serving."""
+    global _forced
+    embedder = embedder_for(spec)  # fails here, before anything is forced, on an unknown spec
+    with _lock:
+        previous, _forced = _forced, spec
+    try:
+        yield embedder
+    finally:
+        with _lock:
+            _forced = previous
 
 
 def forget_active_embedder() -> None:

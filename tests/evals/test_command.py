@@ -12,7 +12,13 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from knowledge.evals.configs import CONFIGS
-from knowledge.evals.datasets import FIXTURE_DIR, FIXTURE_TENANT, corpus_ingest, load_dataset
+from knowledge.evals.datasets import (
+    FIXTURE_DIR,
+    FIXTURE_TENANT,
+    corpus_ingest,
+    load_dataset,
+    model_tenant_slug,
+)
 from knowledge.models import Connector, EvalCorpus
 from knowledge.pipeline.active import active_embedder, embedder_for, forget_active_embedder
 from knowledge.pipeline.embedders.local import MODEL_PACKAGE, TOKENIZER_PACKAGE
@@ -61,7 +67,10 @@ def test_table_and_json_shape(report: Any) -> None:
     assert list(data["configs"]) == [name for name, c in CONFIGS.items() if c.pipeline is None]
     assert data["ks"] == [1, 5, 10, 100] and data["queries"] >= 30 and data["dataset"] == "fixture"
     for row in data["configs"].values():
-        assert set(row) == {"metrics", "queries_per_second", "warnings", "stage_ms"} and row["warnings"] == []
+        assert (
+            set(row) == {"metrics", "queries_per_second", "query_ms", "warnings", "stage_ms"}
+            and row["warnings"] == []
+        )
         assert all(0.0 <= value <= 1.0 for value in row["metrics"].values())
         assert len(row["metrics"]) == 9 and row["queries_per_second"] > 0
     assert set(data["per_query"]["hybrid"]) == set(load_dataset(FIXTURE_DIR, "test").qrels)
@@ -199,3 +208,52 @@ def test_stage_pipelines_are_configurations_with_their_overhead(tmp_path: Path) 
     assert "stage overhead (ms per query)" in out and "penalised: diversify" in out
     with pytest.raises(CommandError, match="comes after"):
         evals("--configs", '{"name": "bad", "stages": ["compress", "multi_query"]}')
+
+
+def test_embedders_compares_models_each_on_its_own_copy_with_ingest_rate_and_query_ms(
+    tmp_path: Path,
+) -> None:
+    other = "tests.knowledge.plugins.Hashing256Embedder"
+    serving = active_embedder().name
+    out = evals(
+        "--embedders", "hashing", other, "--configs", "keyword", "vector", "--json", str(tmp_path / "m.json")
+    )
+    data = json.loads((tmp_path / "m.json").read_text())
+    models = {m["model"]: m for m in data["models"]}
+    assert set(models) == {"hashing-sha256-384", "hashing-sha256-256"}
+    assert [models[m]["dimension"] for m in sorted(models)] == [256, 384]
+    for model in models.values():
+        assert (
+            model["documents_per_second"] > 0 and model["chunks_per_second"] >= model["documents_per_second"]
+        )
+        assert set(model["configs"]) == {"keyword", "vector"}
+        assert (
+            0 < model["configs"]["vector"]["query_ms"]["p50"] <= model["configs"]["vector"]["query_ms"]["p95"]
+        )
+    # The same keyword lane on both copies; the vector lanes differ because the models do.
+    keyword = {m["configs"]["keyword"]["metrics"]["ndcg@10"] for m in models.values()}
+    vector = {m["configs"]["vector"]["metrics"]["ndcg@10"] for m in models.values()}
+    assert len(keyword) == 1 and len(vector) == 2
+    assert "models on fixture (test, 42 queries):" in out and "docs/s" in out
+    # Each model has its own corpus copy holding only its vectors, and serving is untouched.
+    for spec, model in (("hashing", "hashing-sha256-384"), (other, "hashing-sha256-256")):
+        corpus = EvalCorpus.objects.get(connector__tenant__slug=model_tenant_slug(FIXTURE_TENANT, spec))
+        assert corpus.embedder == model and corpus.chunks > 0 and corpus.ingest_seconds > 0
+    assert active_embedder().name == serving
+    # A second run reuses both copies and reports the recorded ingest rate.
+    second = evals("--embedders", "hashing", "--configs", "keyword", "--json", str(tmp_path / "n.json"))
+    assert "corpus already ingested" in second
+    again = json.loads((tmp_path / "n.json").read_text())
+    assert again["models"][0]["documents_per_second"] == models["hashing-sha256-384"]["documents_per_second"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--embedders", "no.such.Embedder"), "--embedders no.such.Embedder"),
+        (("--embedders", "hashing", "--baseline", str(BASELINE)), "--embedders compares models"),
+    ],
+)
+def test_embedders_refuses_an_unknown_spec_or_a_baseline(args: tuple[str, ...], message: str) -> None:
+    with pytest.raises(CommandError, match=message):
+        evals(*args)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
@@ -17,16 +18,27 @@ from knowledge.evals.datasets import (
     FIXTURE_DIR,
     FIXTURE_TENANT,
     Dataset,
+    IngestOutcome,
     corpus_ingest,
     default_tenant_slug,
     load_dataset,
+    model_tenant_slug,
     write_json,
 )
 from knowledge.evals.metrics import MetricSet, judged_queries
-from knowledge.evals.report import RunInfo, chart_metrics, json_report, markdown_report, text_table
+from knowledge.evals.report import (
+    ModelRun,
+    RunInfo,
+    chart_metrics,
+    json_report,
+    markdown_report,
+    models_report,
+    models_table,
+    text_table,
+)
 from knowledge.evals.runner import ConfigResult, run_config
 from knowledge.models import Connector, Document
-from knowledge.pipeline.active import active_embedder
+from knowledge.pipeline.active import active_embedder, embedder_for, embedder_override
 from knowledge.pipeline.registry import configured_name
 
 
@@ -88,13 +100,26 @@ class Command(BaseCommand):
             "--reingest", action="store_true", help="re-ingest a BEIR corpus even when it looks current"
         )
         retrieval.add_argument("--limit-queries", type=int, default=None, help="evaluate the first N queries")
+        retrieval.add_argument(
+            "--embedders",
+            nargs="+",
+            default=None,
+            metavar="SPEC",
+            help="compare these embedders (short names or dotted paths, e.g. local-minilm local-bge-small): "
+            "each gets its own copy of the corpus; prints ingest documents/s and each configuration's "
+            "quality and query ms per embedder",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         metrics, configs, dataset = self._parse(options)
         beir_root: Path | None = options["beir"]
         tenant = options["tenant"] or (default_tenant_slug(dataset.root) if beir_root else FIXTURE_TENANT)
+        if options["embedders"]:
+            self._compare_models(options["embedders"], dataset, tenant, configs, metrics, options)
+            return
         # The fixture is re-ingested every run (it takes a second), so that a change in chunking shows.
-        connector = self._ingest(dataset.root, tenant, force=options["reingest"] or beir_root is None)
+        force = options["reingest"] or beir_root is None
+        connector = self._ingest(dataset.root, tenant, force=force).connector
         query_ids = judged_queries(dataset.qrels)[: options["limit_queries"]]
         info = RunInfo(
             dataset.name,
@@ -113,7 +138,51 @@ class Command(BaseCommand):
         self._compare(info, results, dataset, connector, options)
         self._baseline(info, results, options)
 
+    def _compare_models(
+        self,
+        specs: list[str],
+        dataset: Dataset,
+        tenant: str,
+        configs: list[EvalConfig],
+        metrics: MetricSet,
+        options: dict[str, Any],
+    ) -> None:
+        """The whole evaluation once per embedder, each on its own copy of the corpus, then one table."""
+        query_ids = judged_queries(dataset.qrels)[: options["limit_queries"]]
+        runs = []
+        for spec in dict.fromkeys(specs):
+            try:
+                embedder = embedder_for(spec)
+            except (ImproperlyConfigured, ImportError) as exc:
+                raise CommandError(f"--embedders {spec}: {exc}") from None
+            with embedder_override(spec):
+                self.stdout.write(f"== {spec}: {embedder.name}, {embedder.dimension} dimensions")
+                copy = model_tenant_slug(tenant, spec)
+                outcome = self._ingest(dataset.root, copy, force=options["reingest"])
+                results = [self._run(outcome.connector, dataset, c, metrics, query_ids) for c in configs]
+                self.stdout.write(text_table(results, metrics))
+            rate = (outcome.documents_per_second, outcome.chunks_per_second)
+            runs.append(ModelRun(spec, embedder.name, embedder.dimension, *rate, results))
+        self.stdout.write(f"\nmodels on {dataset.name} ({dataset.split}, {len(query_ids)} queries):")
+        self.stdout.write(models_table(runs, metrics))
+        if options["json"]:
+            write_json(
+                options["json"],
+                {
+                    "dataset": dataset.name,
+                    "split": dataset.split,
+                    "queries": len(query_ids),
+                    "models": models_report(runs),
+                },  # fmt: skip
+            )
+            self.stdout.write(f"JSON report: {options['json']}")
+
     def _parse(self, options: dict[str, Any]) -> tuple[MetricSet, list[EvalConfig], Dataset]:
+        if options["embedders"] and (options["baseline"] or options["compare"] or options["markdown"]):
+            raise CommandError(
+                "--embedders compares models and writes --json only; run --baseline, --compare and "
+                "--markdown with one embedder (KNOWLEDGE_EMBEDDER)"
+            )
         if options["update_baseline"] and options["baseline"] is None:
             raise CommandError("--update-baseline needs --baseline FILE")
         if options["failures"] and options["compare"] is None:
@@ -133,7 +202,7 @@ class Command(BaseCommand):
         except KnowledgeError as exc:  # a JSON configuration's stages
             raise CommandError(exc.message) from None
 
-    def _ingest(self, root: Path, tenant: str, force: bool) -> Connector:
+    def _ingest(self, root: Path, tenant: str, force: bool) -> IngestOutcome:
         with tqdm(total=beir.corpus_size(root), unit="doc", desc=f"corpus → {tenant}", disable=None) as bar:
             try:
                 outcome = corpus_ingest(
@@ -152,7 +221,7 @@ class Command(BaseCommand):
                 f"{stats.unchanged} unchanged, {outcome.purged} deleted), "
                 f"{stats.chunks} chunks in {stats.seconds:.1f} s"
             )
-        return outcome.connector
+        return outcome
 
     def _run(
         self, connector: Connector, dataset: Dataset, config: EvalConfig, metrics: MetricSet, ids: list[str]
