@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import Count, F, Func, OuterRef, Subquery
 from django.db.models.functions import Coalesce, Now
 
 from knowledge.models import Chunk, Connector, IngestJob, IngestJobItem
@@ -99,23 +99,24 @@ def _write(connector: Connector, items: Sequence[IngestJobItem]) -> None:
             raise
         errors = {item.external_id: f"{item.external_id}: {exc}" for item in items}
         stats = None
-    written = [
-        stats.documents_by_id[i.external_id].pk for i in items if stats and i.external_id not in errors
-    ]
-    counts = dict(
-        Chunk.objects.filter(document_id__in=written)
-        .values("document_id")
-        .annotate(n=Count("pk"))
-        .values_list("document_id", "n")
+    failed = {
+        i.pk: errors.get(i.external_id, "not written")
+        for i in items
+        if stats is None or i.external_id in errors
+    }
+    done = [i.pk for i in items if i.pk not in failed]
+    # One statement for the written items (each counts its document's chunks), one per failed item.
+    chunks = (
+        Chunk.objects.filter(document__connector=connector, document__external_id=OuterRef("external_id"))
+        .order_by()
+        .annotate(n=Func(F("pk"), function="COUNT"))
+        .values("n")
     )
-    for item in items:
-        item.payload = None
-        if item.external_id in errors or stats is None:
-            item.state, item.error = Item.State.FAILED, errors.get(item.external_id, "not written")
-        else:
-            item.state = Item.State.DONE
-            item.chunks = counts.get(stats.documents_by_id[item.external_id].pk, 0)
-    Item.objects.bulk_update(items, ["payload", "state", "error", "chunks"])
+    Item.objects.filter(pk__in=done).update(
+        state=Item.State.DONE, payload=None, error="", chunks=Coalesce(Subquery(chunks), 0)
+    )
+    for pk, error in failed.items():
+        Item.objects.filter(pk=pk).update(state=Item.State.FAILED, payload=None, error=error)
 
 
 def _settle(job_id: int) -> str | None:
