@@ -42,7 +42,10 @@ from retrieval_backends.opensearch.mappings import (
 from retrieval_backends.types import DocumentState, MirroredChunk
 
 MAX_ACTIONS = 500  # documents per bulk request (each ~4 KB with a 384-d vector)
-MAX_CLAUSES = 500  # documents per delete-by-query (OpenSearch allows 1024 clauses in a bool query)
+# Documents per delete-by-query. Each document's condition is five clauses (bool, term, range, bool,
+# exists), and OpenSearch counts every nested clause against its limit of 1,024: 500 documents (2,500
+# clauses) failed the whole push, 200 was 24 clauses short of failing.
+MAX_CLAUSES = 100
 
 
 class IndexTargets:

@@ -194,3 +194,33 @@ def searched_then_closed(scope: SearchScope, connection) -> list[tuple[int, str]
         return texts(scope)
     finally:
         connection.close()  # the thread's own connection (`connection` is thread-local)
+
+
+def test_a_push_of_many_documents_at_once_replaces_their_old_chunks(
+    opensearch_backend: OpenSearchRetrievalBackend,
+) -> None:
+    """One reconciler batch far above a delete-by-query's clause limit (1,024 nested clauses)."""
+    from knowledge.services.index_sync import index_reconcile
+    from knowledge.services.ingestion import SourceAcl, SourceDocument, documents_ingest
+
+    connector = ConnectorFactory.create()
+
+    def load(word: str) -> None:
+        documents_ingest(
+            connector=connector,
+            documents=[
+                SourceDocument(external_id=f"d{i}", content=f"{word} {QUERY} {i}", acl=SourceAcl(public=True))
+                for i in range(600)
+            ],
+        )
+        stats = index_reconcile(batch_size=600, time_budget=None)
+        assert stats.pushed == 600 and not index_status().pending
+
+    load("first")
+    load("second")  # every document re-chunked: the first push's chunks must all go
+    indexed = indexed_documents(opensearch_backend)
+    assert len(indexed) == 600 and set(indexed.values()) == {1}
+    first = opensearch_backend.client.count(
+        index=opensearch_backend.names.chunks, body={"query": {"match": {"content": "first"}}}
+    )
+    assert first["count"] == 0
