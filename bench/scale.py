@@ -1,0 +1,385 @@
+"""Many tenants of Zipf-like sizes in one database: per size class and visibility, lane and hybrid latency,
+filtered recall@10 against exact search, the same tenant alone in a database of its own, load and index
+build times, and bytes per chunk, on PostgreSQL and OpenSearch over the same corpus in one run.
+
+The corpus is synthetic (bench/search_latency.py's generator: Zipf words, low-rank vectors, visibility
+groups v100/v10/v1 granted to 100/10/1 % of documents) and COPYed behind the write service, as that
+benchmark does; each tenant draws from its own seed, so a tenant rebuilt alone is the same tenant.
+Usage: python bench/scale.py [--chunks 1000000] [--tenants 200] [--backends postgres opensearch]
+The issue's goal run is the default; `--chunks 3000 --tenants 6 --smallest 100` is the smoke size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runnable as a script from anywhere
+from bench.common import setup_django, summary  # noqa: E402
+from bench.search_latency import (  # noqa: E402
+    CHUNKS_PER_DOC,
+    DIM,
+    LIMIT,
+    MODEL,
+    VISIBILITY,
+    Synthesiser,
+    copy_documents,
+    drop_secondary_indexes,
+    exact_ids,
+    mean_recall,
+    query_words,
+    run_interleaved,
+    scope_for,
+)
+
+SERVING_URL = os.environ.get("DATABASE_URL", "")  # this checkout's, before setup_django points it here
+CLASSES = (("100k+", 100_000), ("10k-100k", 10_000), ("1k-10k", 1_000), ("<1k", 0))
+TABLES = ("knowledge_document", "knowledge_chunk", "knowledge_chunkembedding")
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--chunks", type=int, default=1_000_000)
+    parser.add_argument("--tenants", type=int, default=200)
+    parser.add_argument("--largest", type=float, default=0.3, help="the biggest tenant's share (0.3)")
+    parser.add_argument("--smallest", type=int, default=500, help="chunks of the smallest tenants (500)")
+    parser.add_argument("--queries", type=int, default=50, help="per tenant and visibility")
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument(
+        "--backends", nargs="+", choices=["postgres", "opensearch"], default=["postgres", "opensearch"]
+    )
+    parser.add_argument("--no-alone", action="store_true", help="skip the tenant-alone baselines")
+    parser.add_argument(
+        "--alone-classes", type=int, default=None, help="alone baselines for the N biggest classes only"
+    )
+    parser.add_argument("--database", default="knowledge_scale")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--measure", default=None, help=argparse.SUPPRESS)  # internal: one backend's child
+    return parser.parse_args()
+
+
+# --- sizes and loading -------------------------------------------------------------------------------------
+def tenant_sizes(total: int, tenants: int, largest: float, smallest: int) -> list[int]:
+    """Zipf-like sizes, biggest first: the exponent is chosen so the first tenant holds `largest` of the
+    total; none is below `smallest` (so the sum can exceed `total` a little)."""
+
+    def first_share(s: float) -> float:
+        return 1.0 / sum((i + 1) ** -s for i in range(tenants))
+
+    low, high = 0.0, 5.0
+    for _ in range(60):  # the first tenant's share grows with the exponent
+        middle = (low + high) / 2
+        low, high = (middle, high) if first_share(middle) < largest else (low, middle)
+    weights = [(i + 1) ** -low for i in range(tenants)]
+    scale = total / sum(weights)
+    return [max(smallest, round(w * scale)) for w in weights]
+
+
+def size_class(chunks: int) -> str:
+    return next(name for name, floor in CLASSES if chunks >= floor)
+
+
+def load(sizes: list[int], seed: int, only: int | None = None) -> dict[str, Any]:
+    """Wipe the database's tenants and COPY the corpus (`only`: that one tenant); times and tenant ids."""
+    from django.db import connection, transaction
+
+    from knowledge.models import Connector, Principal, Tenant
+    from knowledge.store.search.bm25 import rebuild_statistics
+
+    started = time.perf_counter()
+    shared = Synthesiser(random.Random(seed))  # one vocabulary and projection for every tenant
+    tenant_ids: dict[int, int] = {}
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("TRUNCATE knowledge_tenant CASCADE")
+        Tenant.objects.create(slug=Tenant.DEFAULT_SLUG, name="Primary")
+        index_defs = drop_secondary_indexes(cursor)
+        cursor.execute(
+            "CREATE TEMP TABLE bench_chunk (id bigint, document_id bigint, chunk_index int, content text, "
+            "acl varchar[]) ON COMMIT DROP"
+        )
+        first_doc = 0
+        for index, size in enumerate(sizes):
+            documents = math.ceil(size / CHUNKS_PER_DOC)
+            if only is None or only == index:
+                tenant = Tenant.objects.create(slug=f"scale-{index}", name=f"Scale {index} ({size} chunks)")
+                connector = Connector.objects.create(tenant=tenant, name="bench", kind="api", config={})
+                Principal.objects.bulk_create(
+                    Principal(tenant=tenant, kind=Principal.Kind.GROUP, external_id=g)
+                    for g in VISIBILITY.values()
+                )
+                _copy_tenant(
+                    cursor, (tenant.pk, connector.pk), first_doc, size, shared, seed * 100_003 + index
+                )
+                rebuild_statistics(cursor, tenant.pk)
+                tenant_ids[index] = tenant.pk
+            first_doc += documents
+        copied = time.perf_counter()
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # CREATE INDEX refuses pending FK checks
+        for sql in index_defs:
+            cursor.execute(sql)
+        for table in TABLES:
+            cursor.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), max(id)) FROM {table}")
+        indexed = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute(f"VACUUM (ANALYZE) {', '.join(TABLES)}")
+    return {
+        "tenant_ids": tenant_ids,
+        "copy_seconds": round(copied - started, 1),
+        "index_seconds": round(indexed - copied, 1),
+        "total_seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def _copy_tenant(
+    cursor: Any, owner: tuple[int, int], first_doc: int, size: int, shared: Synthesiser, seed: int
+) -> None:
+    from knowledge.models import Principal
+
+    tenant_id, connector_id = owner
+    shared.rng = random.Random(seed)
+    shared.tokens = {p.external_id: f"g:{p.pk}" for p in Principal.objects.filter(tenant_id=tenant_id)}
+    documents = math.ceil(size / CHUNKS_PER_DOC)
+    last_chunk = first_doc * CHUNKS_PER_DOC + size
+    for start in range(first_doc, first_doc + documents, 1000):
+        batch = range(start + 1, min(first_doc + documents, start + 1000) + 1)
+        copy_documents(cursor.cursor, owner, last_chunk, batch, shared)
+    cursor.execute(
+        "INSERT INTO knowledge_chunk (id, document_id, chunk_index, content, token_count, language, "
+        "search_vector, lexeme_count, tenant_id, connector_id, environment_id, is_deleted, acl_tokens) "
+        "SELECT id, document_id, chunk_index, content, 0, 'english', v.tsv, "
+        "coalesce((SELECT sum(array_length(positions, 1)) FROM unnest(v.tsv)), 0), %s, %s, NULL, false, acl "
+        "FROM bench_chunk CROSS JOIN LATERAL (SELECT to_tsvector('english', content) AS tsv) v",
+        [tenant_id, connector_id],
+    )
+    cursor.execute("TRUNCATE bench_chunk")
+
+
+def disk_bytes() -> dict[str, int]:
+    """Each table's heap, TOAST and indexes, in bytes."""
+    from django.db import connection
+
+    out: dict[str, int] = {}
+    with connection.cursor() as cursor:
+        for table in TABLES:
+            cursor.execute(
+                "SELECT pg_relation_size(c.oid), coalesce(pg_total_relation_size(c.reltoastrelid), 0) "
+                "FROM pg_class c WHERE c.relname = %s",
+                [table],
+            )
+            heap, toast = cursor.fetchone()
+            out[f"{table}.heap"], out[f"{table}.toast"] = heap, toast
+            cursor.execute(
+                "SELECT indexrelid::regclass::text, pg_relation_size(indexrelid) FROM pg_index "
+                "WHERE indrelid = %s::regclass",
+                [table],
+            )
+            for name, size in cursor.fetchall():
+                out[f"index.{name}"] = size
+    return out
+
+
+# --- measuring ---------------------------------------------------------------------------------------------
+def tenant_queries(tenant_id: int, count: int, seed: int) -> list[tuple[list[float], str]]:
+    """Vectors near random vectors of the tenant, and 3-8 Zipf words."""
+    from django.db import connection
+
+    rng = random.Random(seed + tenant_id)
+    shared = Synthesiser(random.Random(seed))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT embedding::text FROM knowledge_chunkembedding WHERE tenant_id = %s AND model = %s "
+            "ORDER BY chunk_id",
+            [tenant_id, MODEL],
+        )
+        rows = [row[0] for row in cursor.fetchall()]
+    sources = [json.loads(text) for text in rng.sample(rows, min(count, len(rows)))]
+    return [
+        (
+            [v + rng.gauss(0.0, 0.3 / math.sqrt(DIM)) for v in source],
+            " ".join(query_words(rng, shared.vocabulary, shared.cumulative, False)),
+        )
+        for source in sources
+    ]
+
+
+def paths(backend: Any, scope: Any) -> dict[str, Callable[[Any], Any]]:
+    from knowledge.search import search_chunks
+
+    def hybrid(q: Any) -> Any:
+        return search_chunks(scope=scope, query_text=q[1], query_embedding=q[0], limit=LIMIT)
+
+    def vector(q: Any) -> list[int]:
+        return [h.chunk_id for h in backend.vector_search(scope, q[0], DIM, LIMIT, model=MODEL)]
+
+    def keyword(q: Any) -> Any:
+        return backend.keyword_search(scope, q[1], ["english"], LIMIT)
+
+    return {"hybrid": hybrid, "vector": vector, "keyword": keyword}
+
+
+def visible_recall(found: list[list[int]], truth: list[list[int]]) -> float | None:
+    """Mean recall@10 over the queries with something visible (None: nothing visible at all)."""
+    pairs = [(f, t) for f, t in zip(found, truth, strict=True) if t]
+    return mean_recall([f for f, _ in pairs], [t for _, t in pairs]) if pairs else None
+
+
+def measure_tenant(tenant_id: int, queries: int, warmup: int, seed: int) -> dict[str, Any]:
+    """Per visibility: hybrid, vector-lane and keyword-lane p50/p95, and the vector lane's recall@10."""
+    from retrieval_backends.registry import get_backend
+
+    backend = get_backend()
+    asked = tenant_queries(tenant_id, queries + warmup, seed)
+    out: dict[str, Any] = {}
+    for level, group in VISIBILITY.items():
+        scope = scope_for(tenant_id, group)
+        runs = run_interleaved(
+            asked,
+            warmup,
+            paths(backend, scope),
+        )
+        truth = [exact_ids(tenant_id, group, q[0]) for q in asked]  # every query is timed after warm-up
+        out[level] = {name: summary([t for t, _ in samples]) for name, samples in runs.items()}
+        out[level]["recall_at_10"] = visible_recall([ids for _, ids in runs["vector"]], truth)
+    return out
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """A child's environment: this checkout's DATABASE_URL again (the child picks its database)."""
+    return {**os.environ, "DATABASE_URL": SERVING_URL, **extra}
+
+
+def measure(
+    args: argparse.Namespace, backend: str, tenants: dict[str, int], prefix: str = ""
+) -> dict[str, Any]:
+    """One backend's figures for the chosen tenants, in a child process configured for it."""
+    index_prefix = f"{args.database}-{prefix or 'shared'}".replace("_", "-")
+    env = child_env(KNOWLEDGE_RETRIEVAL_BACKEND=backend, OPENSEARCH_INDEX_PREFIX=index_prefix)
+    command = [sys.executable, __file__, "--measure", json.dumps({"backend": backend, "tenants": tenants}),
+               "--database", args.database, "--queries", str(args.queries), "--warmup", str(args.warmup),
+               "--seed", str(args.seed)]  # fmt: skip
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"measuring {backend} failed:\n{done.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def measure_child(args: argparse.Namespace) -> None:
+    spec = json.loads(args.measure)
+    setup_django(args.database)
+    pushed = None
+    if spec["backend"] == "opensearch":
+        from bench.opensearch_paths import push_corpus
+
+        pushed = push_corpus()
+    figures = {
+        label: measure_tenant(tenant_id, args.queries, args.warmup, args.seed)
+        for label, tenant_id in spec["tenants"].items()
+    }
+    print(json.dumps({"pushed": pushed, "tenants": figures}))
+
+
+def representatives(sizes: list[int]) -> dict[str, int]:
+    """The biggest tenant of each size class that has one: class -> tenant index."""
+    chosen: dict[str, int] = {}
+    for index, size in enumerate(sizes):
+        chosen.setdefault(size_class(size), index)
+    return chosen
+
+
+def main() -> None:
+    args = parse_args()
+    if args.measure:
+        measure_child(args)
+        return
+    sizes = tenant_sizes(args.chunks, args.tenants, args.largest, args.smallest)
+    chosen = representatives(sizes)
+    setup_django(args.database)
+    loaded = load(sizes, args.seed)
+    ids = loaded.pop("tenant_ids")
+    chunks = sum(sizes)
+    bytes_ = disk_bytes()
+    figures: dict[str, Any] = {
+        "chunks": chunks,
+        "tenants": len(sizes),
+        "sizes": {name: sizes[i] for name, i in chosen.items()},
+        "load": loaded,
+        "bytes_per_chunk": {name: round(b / chunks, 1) for name, b in bytes_.items()},
+        "shared": {},
+        "alone": {},
+    }
+    targets = {name: ids[i] for name, i in chosen.items()}
+    for backend in args.backends:
+        figures["shared"][backend] = measure(args, backend, targets)
+    if not args.no_alone:
+        alone_db = f"{args.database}_alone"
+        for name, index in list(chosen.items())[: args.alone_classes]:  # same seed: the same tenant
+            figures["alone"][name] = _alone(args, alone_db, sizes, index)
+    print("\n".join(report_lines(figures)))
+    if args.json is not None:
+        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+
+
+def report_lines(figures: dict[str, Any]) -> list[str]:
+    """A table per backend: size class, visibility, p50/p95 of each path (shared, then alone), recall."""
+    load = figures["load"]
+    per_chunk = figures["bytes_per_chunk"]
+    lines = [
+        f"{figures['chunks']} chunks in {figures['tenants']} tenants; load {load['copy_seconds']} s, "
+        f"indexes {load['index_seconds']} s; {round(sum(per_chunk.values()))} bytes per chunk on disk "
+        f"(vectors {round(per_chunk['knowledge_chunkembedding.heap'])}, "
+        f"HNSW {round(sum(v for k, v in per_chunk.items() if 'hnsw' in k))})"
+    ]
+    for backend, shared in figures["shared"].items():
+        lines.append(
+            f"\n{backend} (p50/p95 ms; in brackets: p95 of the same tenant alone in its own database)"
+        )
+        lines.append(
+            "class      size     vis   hybrid            vector            keyword           recall@10"
+        )
+        for label, levels in shared["tenants"].items():
+            alone = figures["alone"].get(label, {}).get(backend, {}).get("tenants", {}).get("alone", {})
+            for level, row in levels.items():
+                cells = []
+                for path in ("hybrid", "vector", "keyword"):
+                    cell = f"{row[path]['p50_ms']:.1f}/{row[path]['p95_ms']:.1f}"
+                    if level in alone:
+                        cell += f" ({alone[level][path]['p95_ms']:.1f})"
+                    cells.append(cell.ljust(17))
+                recall = "n/a" if row["recall_at_10"] is None else f"{row['recall_at_10']:.3f}"
+                size = figures["sizes"][label]
+                lines.append(f"{label:<10} {size:<8} {level:<5} {' '.join(cells)} {recall}")
+    return lines
+
+
+def _alone(args: argparse.Namespace, database: str, sizes: list[int], index: int) -> dict[str, Any]:
+    """Load tenant `index` alone into `database` (a child process: Django is set up once per database)."""
+    root = str(Path(__file__).resolve().parent.parent)
+    code = (
+        f"import sys, json; sys.path.insert(0, {root!r}); from bench import scale; "
+        f"from bench.common import setup_django; setup_django({database!r}); "
+        f"print(json.dumps(scale.load({sizes!r}, {args.seed}, only={index})['tenant_ids']))"
+    )
+    command = [sys.executable, "-c", code]
+    done = subprocess.run(command, env=child_env(), capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"loading tenant {index} alone failed:\n{done.stderr[-3000:]}")
+    tenant_id = json.loads(done.stdout.strip().splitlines()[-1])[str(index)]
+    alone = argparse.Namespace(**{**vars(args), "database": database})
+    return {backend: measure(alone, backend, {"alone": tenant_id}, f"t{index}") for backend in args.backends}
+
+
+if __name__ == "__main__":
+    main()
