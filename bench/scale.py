@@ -35,6 +35,7 @@ from bench.search_latency import (  # noqa: E402
     copy_documents,
     drop_secondary_indexes,
     exact_ids,
+    insert_staged_chunks,
     mean_recall,
     query_words,
     run_interleaved,
@@ -155,14 +156,7 @@ def _copy_tenant(
     for start in range(first_doc, first_doc + documents, 1000):
         batch = range(start + 1, min(first_doc + documents, start + 1000) + 1)
         copy_documents(cursor.cursor, owner, last_chunk, batch, shared)
-    cursor.execute(
-        "INSERT INTO knowledge_chunk (id, document_id, chunk_index, content, token_count, language, "
-        "search_vector, lexeme_count, tenant_id, connector_id, environment_id, is_deleted, acl_tokens) "
-        "SELECT id, document_id, chunk_index, content, 0, 'english', v.tsv, "
-        "coalesce((SELECT sum(array_length(positions, 1)) FROM unnest(v.tsv)), 0), %s, %s, NULL, false, acl "
-        "FROM bench_chunk CROSS JOIN LATERAL (SELECT to_tsvector('english', content) AS tsv) v",
-        [tenant_id, connector_id],
-    )
+    insert_staged_chunks(cursor, tenant_id, connector_id)
     cursor.execute("TRUNCATE bench_chunk")
 
 

@@ -198,6 +198,11 @@ def copy_corpus(cursor: Any, tenant_id: int, connector_id: int, chunks: int, rng
             batch = range(start + 1, min(documents, start + 1000) + 1)
             copy_documents(cursor, (tenant_id, connector_id), chunks, batch, synth)
             bar.update(len(batch) * CHUNKS_PER_DOC)
+    insert_staged_chunks(cursor, tenant_id, connector_id)
+
+
+def insert_staged_chunks(cursor: Any, tenant_id: int, connector_id: int) -> None:
+    """The staged chunks (`bench_chunk`) into the chunk table, with their tsvectors and lexeme counts."""
     cursor.execute(
         "INSERT INTO knowledge_chunk (id, document_id, chunk_index, content, token_count, language, "
         "search_vector, lexeme_count, tenant_id, connector_id, environment_id, is_deleted, acl_tokens) "
