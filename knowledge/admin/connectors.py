@@ -119,9 +119,16 @@ class ConnectorAdmin(ServiceDeleteAdmin):
             self.message_user(
                 request, f"Not synced, disabled (enable them first): {', '.join(disabled)}.", messages.WARNING
             )
+        pushed = [str(c) for c in queryset if not c.pulls]
+        if pushed:
+            self.message_user(
+                request,
+                f"Nothing to sync for {', '.join(pushed)}: documents arrive through the API, not a sync.",
+                messages.WARNING,
+            )
         pull = [c for c in queryset if c.pulls and c.enabled]
         sent = sum(send_task(SYNC_CONNECTOR, c.pk, full) for c in pull)
-        if pull or not disabled:
+        if pull:
             self.message_user(request, f"{sent} of {len(pull)} pull connector sync(s) queued.")
         if sent < len(pull):
             self.message_user(request, "The task queue is unavailable; try again shortly.", messages.ERROR)

@@ -109,6 +109,22 @@ def test_sync_now_on_a_disabled_connector_says_it_was_not_synced(staff: Client, 
     assert "queued" not in page
 
 
+def test_sync_now_on_an_api_connector_says_there_is_nothing_to_sync(staff: Client, tmp_path: Path) -> None:
+    api = ConnectorFactory.create()
+    folder = ConnectorFactory.create(
+        tenant=api.tenant, name="folder", kind="filesystem", config={"path": str(tmp_path)}
+    )
+    data = {"action": "sync_now", "_selected_action": [api.pk, folder.pk]}
+    response = staff.post(reverse("admin:knowledge_connector_changelist"), data, follow=True)
+    page = response.content.decode()
+    assert f"Nothing to sync for {api}: documents arrive through the API, not a sync." in page
+    assert "of 1 pull connector sync(s) queued." in page  # the folder's, whether or not a broker runs
+    only_api = staff.post(
+        reverse("admin:knowledge_connector_changelist"), {**data, "_selected_action": [api.pk]}, follow=True
+    ).content.decode()
+    assert "Nothing to sync for" in only_api and "queued" not in only_api
+
+
 def test_a_documents_environment_choices_are_its_tenants(staff: Client) -> None:
     connector = ConnectorFactory.create()
     own = EnvironmentFactory.create(tenant=connector.tenant, slug="staging")
