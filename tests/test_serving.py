@@ -17,6 +17,7 @@ from django.db import connection
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "config" / "gunicorn.conf.py"
+CHUNKED_BODY = b'{"id": "chunked", "content": "sent in chunks"}'
 
 
 def test_threaded_workers_sized_from_the_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -92,6 +93,17 @@ def test_gunicorn_serves_the_api(tmp_path: Any) -> None:
                 time.sleep(0.2)
         assert status == 200, body
         assert get(port, "/api/v1/search")[0] == 401  # the API itself, not only the health check
+        # A chunked upload (no Content-Length): Django would read it as empty; it is told so instead.
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.putrequest("POST", "/api/v1/index")
+        conn.putheader("Content-Type", "application/json")
+        conn.putheader("Transfer-Encoding", "chunked")
+        conn.endheaders()
+        conn.send(b"%x\r\n%s\r\n0\r\n\r\n" % (len(CHUNKED_BODY), CHUNKED_BODY))
+        response = conn.getresponse()
+        assert response.status == 411, response.read()
+        assert b"Content-Length" in response.read()
+        conn.close()
     finally:
         process.terminate()
         process.wait(timeout=30)
