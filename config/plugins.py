@@ -90,4 +90,6 @@ CONNECTORS = {
     "api": "knowledge.connectors.api.ApiKind",
     "filesystem": "knowledge.connectors.filesystem.FilesystemKind",
     "web": "knowledge.connectors.web.WebKind",
+    "github": "knowledge.connectors.saas.github.GithubKind",
+    "slack": "knowledge.connectors.saas.slack.SlackKind",
 }

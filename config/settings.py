@@ -15,6 +15,9 @@ env = cfg.env
 # --- Core -------------------------------------------------------------------------------------------
 DEBUG = cfg.boolean("DJANGO_DEBUG", False)
 SECRET_KEY = env.str("DJANGO_SECRET_KEY")
+# Keys (Fernet, comma-separated; the first encrypts, all decrypt) of connector credentials at rest.
+# Unset: one derived from DJANGO_SECRET_KEY (rotating that key then needs the old one listed here).
+KNOWLEDGE_CREDENTIAL_KEYS = [k for k in env.list("KNOWLEDGE_CREDENTIAL_KEYS", default=[]) if k]
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 
@@ -97,6 +100,8 @@ CELERY_TASK_DEFAULT_QUEUE = "priority"
 CELERY_TASK_ROUTES = {
     "knowledge.tasks.sync_connector": {"queue": "bulk"},
     "knowledge.tasks.run_ingest_job": {"queue": "bulk"},
+    # Network-bound (a source's rate limits can make it wait): never on the priority queue.
+    "knowledge.tasks.sync_connector_permissions": {"queue": "bulk"},
 }
 KNOWLEDGE_RECONCILE_SECONDS = cfg.positive_float("KNOWLEDGE_RECONCILE_SECONDS", 5.0)
 # One reconciler run pushes for at most this long, so it never holds the priority worker for long.
@@ -105,6 +110,7 @@ CELERY_BEAT_SCHEDULE = {
     "resume-ingest-jobs": {"task": "knowledge.tasks.resume_ingest_jobs", "schedule": 30.0},
     "purge-ingest-jobs": {"task": "knowledge.tasks.purge_ingest_jobs", "schedule": 3600.0},
     "sync-due-connectors": {"task": "knowledge.tasks.sync_due_connectors", "schedule": 60.0},
+    "sync-due-permissions": {"task": "knowledge.tasks.sync_due_permissions", "schedule": 60.0},
     "purge-audit-log": {"task": "knowledge.tasks.purge_audit_log", "schedule": 3600.0},
     # Pushes whatever the on-commit tasks missed (the change log is in PostgreSQL).
     "reconcile-index": {

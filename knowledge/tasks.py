@@ -12,9 +12,16 @@ from knowledge.models import Connector
 from knowledge.services.audit import audit_purge
 from knowledge.services.connector_sync import connector_sync, connectors_due
 from knowledge.services.deletion import connector_purge_run
-from knowledge.services.enqueue import RUN_INGEST_JOB, SYNC_CONNECTOR, pushes_inline, send_task
+from knowledge.services.enqueue import (
+    RUN_INGEST_JOB,
+    SYNC_CONNECTOR,
+    SYNC_PERMISSIONS,
+    pushes_inline,
+    send_task,
+)
 from knowledge.services.index_sync import documents_index_sync, index_reconcile
 from knowledge.services.jobs import job_run, jobs_purge, jobs_resume
+from knowledge.services.permission_sync import connector_permissions_sync, connectors_permissions_due
 from retrieval_backends.base import BackendUnavailable
 
 # Transient failures worth retrying: the index or PostgreSQL briefly unreachable.
@@ -69,6 +76,26 @@ def sync_connector(connector_id: int, full: bool = False) -> dict[str, object]:
         "deleted": outcome.deleted,
         "errors": list(outcome.errors),
     }
+
+
+@shared_task(acks_late=True)
+def sync_connector_permissions(connector_id: int) -> dict[str, object]:
+    """Re-read a connector's permissions and groups (no content); skipped while it syncs."""
+    connector = Connector.objects.filter(pk=connector_id).first()
+    if connector is None:
+        return {"claimed": False, "reason": "connector no longer exists"}
+    with pushes_inline(_push):
+        outcome = connector_permissions_sync(connector=connector)
+    return {"claimed": outcome.claimed, "changed": outcome.changed, "errors": list(outcome.errors)}
+
+
+@shared_task(acks_late=True)
+def sync_due_permissions() -> list[int]:
+    """Periodic (Celery beat): queue a permission sync for every connector whose interval passed."""
+    due = connectors_permissions_due()
+    for connector_id in due:
+        send_task(SYNC_PERMISSIONS, connector_id)
+    return due
 
 
 @shared_task(**RETRYING)

@@ -10,24 +10,52 @@ from django.contrib.humanize.templatetags.humanize import naturaltime
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from knowledge import credentials
 from knowledge.admin.base import ServiceDeleteAdmin, limit_choices
+from knowledge.connectors.registry import connector_kind, kind_names
 from knowledge.models import Connector, Principal, SyncRun
 from knowledge.selectors.drift import connectors_with_drift
 from knowledge.services.connectors import connector_apply_default_acl
 from knowledge.services.deletion import connector_delete, connector_purge_run
-from knowledge.services.enqueue import PURGE_CONNECTOR, SYNC_CONNECTOR, send_task
+from knowledge.services.enqueue import PURGE_CONNECTOR, SYNC_CONNECTOR, SYNC_PERMISSIONS, send_task
 
 
 class ConnectorForm(forms.ModelForm):  # type: ignore[type-arg]
+    credential = forms.CharField(
+        required=False,
+        strip=True,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="Stored encrypted; never shown again. Leave blank to keep the current one.",
+    )
+    clear_credential = forms.BooleanField(required=False, label="Remove the stored credential")
+
     class Meta:
         model = Connector
         fields = [
-            *("tenant", "name", "kind", "config", "environment", "default_is_public", "default_principals"),
-            *("enabled", "sync_interval"),
+            *("tenant", "name", "kind", "config", "credential", "clear_credential", "environment"),
+            *(
+                "default_is_public",
+                "default_principals",
+                "enabled",
+                "sync_interval",
+                "permission_sync_interval",
+            ),
         ]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["credential"]
+        kind = getattr(self.instance, "kind", "")
+        if kind in kind_names() and connector_kind(kind).credential_label:
+            field.label = connector_kind(kind).credential_label
+        if self.instance.pk and self.instance.credential_sealed:
+            field.help_text = f"Set ({_masked(self.instance)}); stored encrypted. Leave blank to keep it."
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
+        kind = data.get("kind") or getattr(self.instance, "kind", "")
+        if data.get("credential") and kind in kind_names() and not connector_kind(kind).credential_label:
+            self.add_error("credential", f"A {kind} connector takes no credential.")
         tenant = data.get("tenant") or getattr(self.instance, "tenant", None)
         foreign = [
             str(p) for p in data.get("default_principals") or [] if tenant and p.tenant_id != tenant.pk
@@ -35,6 +63,20 @@ class ConnectorForm(forms.ModelForm):  # type: ignore[type-arg]
         if foreign:
             self.add_error("default_principals", f"These belong to another tenant: {', '.join(foreign)}")
         return data
+
+    def save(self, commit: bool = True) -> Connector:
+        if self.cleaned_data.get("clear_credential"):
+            self.instance.set_credential("")
+        elif self.cleaned_data.get("credential"):
+            self.instance.set_credential(self.cleaned_data["credential"])
+        return super().save(commit)
+
+
+def _masked(connector: Connector) -> str:
+    try:
+        return credentials.masked(connector.credential())
+    except credentials.CredentialUnreadable:
+        return "unreadable with the current keys: enter it again"
 
 
 RUN_FIELDS = (
@@ -78,8 +120,11 @@ class ConnectorAdmin(ServiceDeleteAdmin):
     list_filter = ["tenant", "kind", "enabled", "last_sync_status"]
     search_fields = ["name"]
     filter_horizontal = ["default_principals"]
-    readonly_fields = ["last_sync_status", "last_synced_at", "last_sync_error_count", "last_sync_error"]
-    actions = ["enable", "disable", "sync_now", "full_resync", "purge_documents"]
+    readonly_fields = [
+        *("last_sync_status", "last_synced_at", "last_sync_error_count", "last_sync_error"),
+        "permissions_synced_at",
+    ]
+    actions = ["enable", "disable", "sync_now", "sync_permissions_now", "full_resync", "purge_documents"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Connector]:
         return connectors_with_drift(super().get_queryset(request))
@@ -136,6 +181,26 @@ class ConnectorAdmin(ServiceDeleteAdmin):
     @admin.action(description="Sync selected connectors now (on a Celery worker)")
     def sync_now(self, request: HttpRequest, queryset: QuerySet[Connector]) -> None:
         self._queue(request, queryset, full=False)
+
+    @admin.action(description="Sync permissions and groups now (kinds that can: GitHub, Slack)")
+    def sync_permissions_now(self, request: HttpRequest, queryset: QuerySet[Connector]) -> None:
+        able = [
+            c
+            for c in queryset
+            if c.enabled and c.kind in kind_names() and connector_kind(c.kind).syncs_permissions
+        ]
+        skipped = [str(c) for c in queryset if c not in able]
+        if skipped:
+            self.message_user(
+                request,
+                f"No permission sync for {', '.join(skipped)} (disabled, or its kind has none).",
+                messages.WARNING,
+            )
+        sent = sum(send_task(SYNC_PERMISSIONS, c.pk) for c in able)
+        if able:
+            self.message_user(request, f"{sent} of {len(able)} permission sync(s) queued.")
+        if sent < len(able):
+            self.message_user(request, "The task queue is unavailable; try again shortly.", messages.ERROR)
 
     @admin.action(description="Full resync: re-list the source and re-push every document to the index")
     def full_resync(self, request: HttpRequest, queryset: QuerySet[Connector]) -> None:

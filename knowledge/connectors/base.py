@@ -19,6 +19,11 @@ class ConnectorKind:
     pulls: ClassVar[bool] = True
     #: Config keys this kind accepts.
     config_keys: ClassVar[frozenset[str]] = frozenset()
+    #: What the connector's credential is (a token, ...), for the admin form; "" for kinds without one.
+    #: The credential is stored encrypted, apart from `config`, and handed to `list_source`.
+    credential_label: ClassVar[str] = ""
+    #: Kinds that can re-read permissions (and groups) without content implement `list_permissions`.
+    syncs_permissions: ClassVar[bool] = False
 
     def validate_config(self, config: dict[str, Any]) -> dict[str, str]:
         """Problems with `config`, by key (empty when it is valid). Unknown keys are reported too."""
@@ -32,7 +37,9 @@ class ConnectorKind:
         """Kind-specific validation of the known keys."""
         return {}
 
-    def list_source(self, config: dict[str, Any], state: SourceState | None = None) -> Listing:
+    def list_source(
+        self, config: dict[str, Any], state: SourceState | None = None, *, credential: str = ""
+    ) -> Listing:
         """Fetch every document the source has now.
 
         `state` reads back what earlier syncs stored (the web kind keeps HTTP validators in a
@@ -42,3 +49,10 @@ class ConnectorKind:
         nothing is pruned.
         """
         raise NotImplementedError(f"the {self.name!r} connector kind does not pull documents")
+
+    def list_permissions(
+        self, config: dict[str, Any], state: SourceState, *, credential: str = ""
+    ) -> Listing:
+        """The current ACL (`Listing.acls`) of each of `state`'s documents, and the groups they name,
+        read without fetching content; `Listing.private` for documents whose ACL could not be read."""
+        raise NotImplementedError(f"the {self.name!r} connector kind has no permission-only sync")

@@ -47,7 +47,9 @@ class FilesystemKind(ConnectorKind):
             )
         return errors
 
-    def list_source(self, config: dict[str, Any], state: SourceState | None = None) -> Listing:
+    def list_source(
+        self, config: dict[str, Any], state: SourceState | None = None, *, credential: str = ""
+    ) -> Listing:
         listing = Listing()
         root = Path(config["path"])
         if not root.is_dir():

@@ -59,6 +59,18 @@ class SourceError:
     external_id: str | None = None
 
 
+@dataclass(frozen=True)
+class SourceGroup:
+    """A group as the source defines it: its scoped name (`<kind>:<source>/<group>`, so two sources'
+    groups never share a principal) and its members' e-mails. `complete` is False when the member list
+    could not be read in full (a failed page, a paging cap): documents naming the group then become
+    private instead of trusting a partial, possibly stale, membership."""
+
+    name: str
+    members: tuple[str, ...] = ()
+    complete: bool = True
+
+
 @dataclass
 class Listing:
     """What a pull connector found.
@@ -75,6 +87,12 @@ class Listing:
     private: set[str] = field(default_factory=set)
     errors: list[SourceError] = field(default_factory=list)
     complete: bool = True
+    #: Current ACLs of items the source still has but that were not fetched (unchanged since the
+    #: last sync): their content is kept, their ACL is updated.
+    acls: dict[str, SourceAcl] = field(default_factory=dict)
+    #: The source's groups that documents' ACLs name, each with its members as the source has them
+    #: now (authoritative: members not listed are removed from the group).
+    groups: list[SourceGroup] = field(default_factory=list)
 
     def fail_item(self, external_id: str, message: str) -> None:
         """An item the source has but that could not be read now: an error, and kept as it is."""
@@ -98,10 +116,20 @@ class Listing:
         self.complete = False
         self.errors.append(SourceError(message=message))
 
+    def keep_with_acl(self, external_id: str, acl: SourceAcl) -> None:
+        """An unchanged item: its stored content stays, its ACL becomes `acl`."""
+        self.kept.add(external_id)
+        self.acls[external_id] = acl
+
     @property
     def seen(self) -> set[str]:
         """Every id the source still has (fetched or kept)."""
         return {d.external_id for d in self.documents} | self.kept
+
+    @property
+    def partial_groups(self) -> set[str]:
+        """Groups whose member lists are incomplete: whatever names them must become private."""
+        return {g.name for g in self.groups if not g.complete}
 
 
 class SourceState(Protocol):
@@ -109,3 +137,6 @@ class SourceState(Protocol):
 
     def metadata(self, external_id: str) -> Mapping[str, Any] | None:
         """The stored `metadata` of the live document with this id; None when there is none."""
+
+    def external_ids(self) -> set[str]:
+        """The ids of the connector's live documents."""

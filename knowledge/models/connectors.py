@@ -7,6 +7,7 @@ from datetime import timedelta
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from knowledge import credentials
 from knowledge.connectors.registry import connector_kind, kind_names
 from knowledge.json_values import json_problem
 from knowledge.models.principals import Principal
@@ -22,6 +23,8 @@ class Connector(models.Model):
         API = "api", "API push"
         FILESYSTEM = "filesystem", "Filesystem"
         WEB = "web", "Web pages"
+        GITHUB = "github", "GitHub repository"
+        SLACK = "slack", "Slack workspace"
 
     class SyncStatus(models.TextChoices):
         NEVER = "never", "Never synced"
@@ -48,6 +51,14 @@ class Connector(models.Model):
     )
     enabled = models.BooleanField(default=True)
     sync_interval = models.DurationField(default=timedelta(hours=1))
+    credential_sealed = models.TextField(
+        blank=True, editable=False, help_text="The source's credential, encrypted (knowledge.credentials)."
+    )
+    permission_sync_interval = models.DurationField(
+        default=timedelta(minutes=10),
+        help_text="How often permissions and groups are re-read between syncs (kinds that can).",
+    )
+    permissions_synced_at = models.DateTimeField(null=True, blank=True)
     last_sync_status = models.CharField(max_length=8, choices=SyncStatus.choices, default=SyncStatus.NEVER)
     last_synced_at = models.DateTimeField(null=True, blank=True)
     last_sync_error_count = models.PositiveIntegerField(default=0)
@@ -59,12 +70,20 @@ class Connector(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["tenant", "name"], name="connector_unique_name_per_tenant"),
             models.CheckConstraint(
-                condition=models.Q(kind__in=["api", "filesystem", "web"]), name="connector_kind_valid"
+                condition=models.Q(kind__in=["api", "filesystem", "web", "github", "slack"]),
+                name="connector_kind_valid",
             ),
         ]
 
     def __str__(self) -> str:
         return f"{self.tenant.slug}/{self.name}"
+
+    def credential(self) -> str:
+        """The decrypted credential ("" when none); CredentialUnreadable when the keys changed."""
+        return credentials.unseal(self.credential_sealed)
+
+    def set_credential(self, credential: str) -> None:
+        self.credential_sealed = credentials.seal(credential)
 
     @property
     def pulls(self) -> bool:
@@ -82,6 +101,10 @@ class Connector(models.Model):
             errors.update(connector_kind(self.kind).validate_config(self.config))
         if self.environment is not None and self.tenant_id and self.environment.tenant_id != self.tenant_id:
             errors["environment"] = "The environment belongs to another tenant."
+        if self.permission_sync_interval is not None and not (
+            timedelta(minutes=1) <= self.permission_sync_interval <= MAX_SYNC_INTERVAL
+        ):
+            errors["permission_sync_interval"] = "Must be between a minute and a year."
         if self.sync_interval is not None and self.sync_interval < timedelta(minutes=1):
             errors["sync_interval"] = "Must be at least one minute."
         if self.sync_interval is not None and self.sync_interval > MAX_SYNC_INTERVAL:

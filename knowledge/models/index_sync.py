@@ -42,6 +42,7 @@ class SyncRun(models.Model):
         SYNC = "sync", "Sync"
         FULL = "full", "Full resync"
         PURGE = "purge", "Purge"
+        ACL = "acl", "Permission sync"
 
     class Status(models.TextChoices):
         RUNNING = "running", "Running"

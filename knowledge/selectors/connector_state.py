@@ -9,20 +9,25 @@ from knowledge.models import Connector, Document
 
 
 class StoredSourceState:
-    """The stored metadata of a connector's live documents, one indexed look-up per id."""
+    """The stored metadata of a connector's live documents, read in one statement when first needed."""
 
     def __init__(self, connector: Connector) -> None:
         self.connector_id = connector.pk
+        self._metadata: dict[str, Mapping[str, Any]] | None = None
+
+    def _all(self) -> dict[str, Mapping[str, Any]]:
+        if self._metadata is None:
+            rows = Document.objects.filter(
+                connector_id=self.connector_id, deleted_at__isnull=True
+            ).values_list("external_id", "metadata")
+            self._metadata = {eid: meta if isinstance(meta, dict) else {} for eid, meta in rows}
+        return self._metadata
 
     def metadata(self, external_id: str) -> Mapping[str, Any] | None:
-        found = (
-            Document.objects.filter(
-                connector_id=self.connector_id, external_id=external_id, deleted_at__isnull=True
-            )
-            .values_list("metadata", flat=True)
-            .first()
-        )
-        return found if isinstance(found, dict) else None
+        return self._all().get(external_id)
+
+    def external_ids(self) -> set[str]:
+        return set(self._all())
 
 
 def stored_source_state(*, connector: Connector) -> StoredSourceState:

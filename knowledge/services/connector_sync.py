@@ -21,12 +21,15 @@ from django.utils import timezone
 
 from knowledge.connectors.registry import connector_kind
 from knowledge.connectors.types import Listing, SourceAcl, SourceError
+from knowledge.credentials import CredentialUnreadable
 from knowledge.models import Connector, Document, SyncRun
 from knowledge.selectors.connector_state import stored_source_state
 from knowledge.services.deletion import documents_delete
 from knowledge.services.enqueue import SYNC_DOCUMENTS, send_task
 from knowledge.services.index_sync.reconcile import documents_mark_dirty
 from knowledge.services.source_acls import documents_source_acl_set
+from knowledge.services.source_groups import source_groups_apply
+from knowledge.services.source_permissions import kept_acls_apply, listing_fail_closed
 from knowledge.services.writes import WriteStats, documents_write
 from retrieval_backends.base import is_external
 from retrieval_backends.registry import get_backend
@@ -42,14 +45,20 @@ class SyncOutcome:
 
 
 def _claim(connector: Connector) -> bool:
-    stale = timezone.now() - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
-    claimable = ~Q(last_sync_status=Connector.SyncStatus.RUNNING) | Q(last_synced_at__lt=stale)
+    claimable = ~Q(last_sync_status=Connector.SyncStatus.RUNNING) | abandoned()
     return (
         Connector.objects.filter(claimable, pk=connector.pk, enabled=True).update(
             last_sync_status=Connector.SyncStatus.RUNNING, last_synced_at=timezone.now()
         )
         == 1
     )
+
+
+def abandoned() -> Q:
+    """A running claim (a sync's or a permission sync's) older than the task time limit."""
+    stale = timezone.now() - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
+    content = Q(last_synced_at__isnull=True) | Q(last_synced_at__lt=stale)
+    return content & (Q(permissions_synced_at__isnull=True) | Q(permissions_synced_at__lt=stale))
 
 
 def connector_sync(*, connector: Connector, full: bool = False) -> SyncOutcome:
@@ -59,10 +68,13 @@ def connector_sync(*, connector: Connector, full: bool = False) -> SyncOutcome:
     run = SyncRun.objects.create(connector=connector, kind=SyncRun.Kind.FULL if full else SyncRun.Kind.SYNC)
     errors: list[SourceError] = []
     try:
-        state = stored_source_state(connector=connector)  # what the last sync saw (validators, links)
-        listing = connector_kind(connector.kind).list_source(connector.config, state=state)
+        listing = _list(connector)
+        source_permissions_first(connector=connector, listing=listing)
         stats = documents_write(connector=connector, documents=listing.documents, on_progress=_progress(run))
-        _make_private(connector, listing)
+        written = {d.external_id for d in listing.documents}
+        kept = {k: acl for k, acl in listing.acls.items() if k not in written and k not in listing.private}
+        kept_acls_apply(connector=connector, acls=kept)
+        make_private(connector, listing)
         errors = [*listing.errors, *stats.errors]
         deleted, warnings = _prune(connector, listing)
         if full:
@@ -73,6 +85,25 @@ def connector_sync(*, connector: Connector, full: bool = False) -> SyncOutcome:
     messages = [e.message for e in errors]
     _finish(connector, run, messages, stats=stats, deleted=deleted)
     return SyncOutcome(claimed=True, stats=stats, deleted=deleted, errors=tuple(messages), warnings=warnings)
+
+
+def _list(connector: Connector) -> Listing:
+    kind = connector_kind(connector.kind)
+    state = stored_source_state(connector=connector)  # what the last sync saw (validators, links)
+    try:
+        credential = connector.credential() if kind.credential_label else ""
+    except CredentialUnreadable as exc:
+        listing = Listing()
+        listing.fail_listing(str(exc))
+        return listing
+    return kind.list_source(connector.config, state=state, credential=credential)
+
+
+def source_permissions_first(*, connector: Connector, listing: Listing) -> None:
+    """Before any document is written: the source's groups get their members (a removed member loses
+    access first), and whatever names a group that could not be read in full becomes private."""
+    source_groups_apply(tenant_id=connector.tenant_id, groups=listing.groups)
+    listing_fail_closed(connector=connector, listing=listing)
 
 
 REPUSH_BATCH = 100
@@ -100,7 +131,7 @@ def _progress(run: SyncRun) -> Callable[[int, int], None]:
     return report
 
 
-def _make_private(connector: Connector, listing: Listing) -> None:
+def make_private(connector: Connector, listing: Listing) -> None:
     """Documents whose ACL file is unusable but that were not written now (kept as they were) must not
     keep an older, wider ACL: their source ACL becomes private (fail closed)."""
     written = {d.external_id for d in listing.documents}

@@ -25,6 +25,7 @@ _inline_push: ContextVar[Push | None] = ContextVar("inline_push", default=None)
 
 SYNC_DOCUMENTS = "knowledge.tasks.sync_documents_to_index"
 SYNC_CONNECTOR = "knowledge.tasks.sync_connector"
+SYNC_PERMISSIONS = "knowledge.tasks.sync_connector_permissions"
 PURGE_CONNECTOR = "knowledge.tasks.purge_connector"
 RUN_INGEST_JOB = "knowledge.tasks.run_ingest_job"
 

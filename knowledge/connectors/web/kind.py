@@ -31,7 +31,9 @@ class WebKind(ConnectorKind):
         problems = options.check(config)
         return {"config": "; ".join(problems)} if problems else {}
 
-    def list_source(self, config: dict[str, Any], state: SourceState | None = None) -> Listing:
+    def list_source(
+        self, config: dict[str, Any], state: SourceState | None = None, *, credential: str = ""
+    ) -> Listing:
         parsed = options.WebOptions.from_config(config)
         with (
             make_client(parsed) as client,
