@@ -92,4 +92,5 @@ CONNECTORS = {
     "web": "knowledge.connectors.web.WebKind",
     "github": "knowledge.connectors.saas.github.GithubKind",
     "slack": "knowledge.connectors.saas.slack.SlackKind",
+    "confluence": "knowledge.connectors.saas.confluence.ConfluenceKind",
 }

@@ -25,6 +25,7 @@ class Connector(models.Model):
         WEB = "web", "Web pages"
         GITHUB = "github", "GitHub repository"
         SLACK = "slack", "Slack workspace"
+        CONFLUENCE = "confluence", "Confluence Cloud"
 
     class SyncStatus(models.TextChoices):
         NEVER = "never", "Never synced"
@@ -70,7 +71,7 @@ class Connector(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["tenant", "name"], name="connector_unique_name_per_tenant"),
             models.CheckConstraint(
-                condition=models.Q(kind__in=["api", "filesystem", "web", "github", "slack"]),
+                condition=models.Q(kind__in=["api", "filesystem", "web", "github", "slack", "confluence"]),
                 name="connector_kind_valid",
             ),
         ]

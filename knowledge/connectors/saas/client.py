@@ -106,7 +106,11 @@ class ApiClient:
     def post(self, path: str, data: Mapping[str, Any]) -> Page:
         return self._call("POST", path, data=data)
 
-    def _call(self, method: str, path: str, **kwargs: Any) -> Page:
+    def download(self, path: str, params: Mapping[str, Any] | None = None) -> bytes:
+        """A body that is not JSON (a file, an export), as bytes (bounded like every body)."""
+        return self._call("GET", path, params=params, raw=True).body  # type: ignore[no-any-return]
+
+    def _call(self, method: str, path: str, *, raw: bool = False, **kwargs: Any) -> Page:
         url = self.url(path)
         for attempt in range(1, self.retry.attempts + 1):
             try:
@@ -121,6 +125,8 @@ class ApiClient:
                     raise ApiError(f"{method} {url}: HTTP {status} after {attempt} attempts", status=status)
                 self._wait(_retry_after(headers) or self._backoff(attempt), url)
                 continue
+            if raw and 200 <= status < 300:
+                return Page(body=body, headers=headers, status=status)
             return _page(method, url, status, headers, body)
         raise AssertionError("unreachable")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from knowledge import names
@@ -35,7 +35,9 @@ def check_emails(value: object) -> str | None:
     return None
 
 
-def check_keys(config: dict[str, Any], checks: dict[str, Callable[[object], str | None]]) -> dict[str, str]:
+def check_keys(
+    config: dict[str, Any], checks: Mapping[str, Callable[[object], str | None]]
+) -> dict[str, str]:
     """The first problem among the keys present in `config`, as the form's `config` error."""
     for key, check in checks.items():
         if key in config:
