@@ -46,13 +46,20 @@ class ConnectorForm(forms.ModelForm):  # type: ignore[type-arg]
         super().__init__(*args, **kwargs)
         field = self.fields["credential"]
         kind = getattr(self.instance, "kind", "")
-        if kind in kind_names() and connector_kind(kind).credential_label:
-            field.label = connector_kind(kind).credential_label
+        label = connector_kind(kind).credential_label if kind in kind_names() else ""
+        if label:
+            field.label = label
         if self.instance.pk and self.instance.credential_sealed:
             field.help_text = f"Set ({_masked(self.instance)}); stored encrypted. Leave blank to keep it."
+        if self.instance.pk and not self.instance.credential_sealed and not label:
+            del self.fields["credential"], self.fields["clear_credential"]  # this kind takes none
+        if "permission_sync_interval" in self.fields:  # blank keeps the model's default
+            self.fields["permission_sync_interval"].required = False
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
+        if "permission_sync_interval" in self.fields and not data.get("permission_sync_interval"):
+            data["permission_sync_interval"] = self.instance.permission_sync_interval  # the model default
         kind = data.get("kind") or getattr(self.instance, "kind", "")
         if data.get("credential") and kind in kind_names() and not connector_kind(kind).credential_label:
             self.add_error("credential", f"A {kind} connector takes no credential.")
@@ -141,6 +148,17 @@ class ConnectorAdmin(ServiceDeleteAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Connector | None = None) -> list[str]:
         fixed = ["tenant", "kind"] if obj is not None else []  # a connector never changes tenant
         return [*fixed, *self.readonly_fields]
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = list(super().get_fields(request, obj))
+        if obj is None or obj.kind not in kind_names():
+            return fields
+        kind = connector_kind(obj.kind)
+        if not kind.syncs_permissions:
+            fields.remove("permission_sync_interval")  # a kind that reads no permissions has no such sync
+        if not kind.credential_label and not obj.credential_sealed:
+            fields = [f for f in fields if f not in ("credential", "clear_credential")]
+        return fields
 
     def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
         form = super().get_form(request, obj, change, **kwargs)

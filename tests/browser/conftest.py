@@ -120,6 +120,8 @@ class Problems:
             self.seen.append(f"console error: {message.text} ({message.location.get('url')})")
 
     def _failed(self, request: Request) -> None:
+        if "ERR_ABORTED" in (request.failure or "") and not request.is_navigation_request():
+            return  # the page navigated on before a subresource (a favicon) arrived: the browser's choice
         self.seen.append(f"request failed: {request.method} {request.url} ({request.failure})")
 
     def _response(self, response: Response) -> None:
