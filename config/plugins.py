@@ -93,4 +93,5 @@ CONNECTORS = {
     "github": "knowledge.connectors.saas.github.GithubKind",
     "slack": "knowledge.connectors.saas.slack.SlackKind",
     "confluence": "knowledge.connectors.saas.confluence.ConfluenceKind",
+    "google_drive": "knowledge.connectors.saas.drive.DriveKind",
 }

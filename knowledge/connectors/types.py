@@ -93,6 +93,9 @@ class Listing:
     #: The source's groups that documents' ACLs name, each with its members as the source has them
     #: now (authoritative: members not listed are removed from the group).
     groups: list[SourceGroup] = field(default_factory=list)
+    #: Where the source's change feed stands now (a Drive start page token): stored only when the
+    #: listing is complete, and handed back as `SourceState.cursor()` to the next sync.
+    cursor: str | None = None
 
     def fail_item(self, external_id: str, message: str) -> None:
         """An item the source has but that could not be read now: an error, and kept as it is."""
@@ -140,3 +143,6 @@ class SourceState(Protocol):
 
     def external_ids(self) -> set[str]:
         """The ids of the connector's live documents."""
+
+    def cursor(self) -> str:
+        """The change-feed position the last complete sync stored ("" on a first or full sync)."""

@@ -60,6 +60,12 @@ class Connector(models.Model):
         help_text="How often permissions and groups are re-read between syncs (kinds that can).",
     )
     permissions_synced_at = models.DateTimeField(null=True, blank=True)
+    source_cursor = models.CharField(
+        max_length=500,
+        blank=True,
+        editable=False,
+        help_text="Where the source's change feed was read up to (a Drive page token); blank: list in full.",
+    )
     last_sync_status = models.CharField(max_length=8, choices=SyncStatus.choices, default=SyncStatus.NEVER)
     last_synced_at = models.DateTimeField(null=True, blank=True)
     last_sync_error_count = models.PositiveIntegerField(default=0)
@@ -71,7 +77,9 @@ class Connector(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["tenant", "name"], name="connector_unique_name_per_tenant"),
             models.CheckConstraint(
-                condition=models.Q(kind__in=["api", "filesystem", "web", "github", "slack", "confluence"]),
+                condition=models.Q(
+                    kind__in=["api", "filesystem", "web", "github", "slack", "confluence", "google_drive"]
+                ),
                 name="connector_kind_valid",
             ),
         ]

@@ -11,8 +11,9 @@ from knowledge.models import Connector, Document
 class StoredSourceState:
     """The stored metadata of a connector's live documents, read in one statement when first needed."""
 
-    def __init__(self, connector: Connector) -> None:
+    def __init__(self, connector: Connector, *, full: bool = False) -> None:
         self.connector_id = connector.pk
+        self.full = full
         self._metadata: dict[str, Mapping[str, Any]] | None = None
 
     def _all(self) -> dict[str, Mapping[str, Any]]:
@@ -29,7 +30,14 @@ class StoredSourceState:
     def external_ids(self) -> set[str]:
         return set(self._all())
 
+    def cursor(self) -> str:
+        if self.full:
+            return ""
+        stored = Connector.objects.filter(pk=self.connector_id).values_list("source_cursor", flat=True)
+        return stored.first() or ""  # read now: the caller's instance may predate the last sync
 
-def stored_source_state(*, connector: Connector) -> StoredSourceState:
-    """The `state` argument of `ConnectorKind.list_source` for this connector."""
-    return StoredSourceState(connector)
+
+def stored_source_state(*, connector: Connector, full: bool = False) -> StoredSourceState:
+    """The `state` argument of `ConnectorKind.list_source` for this connector (a `full` sync gets no
+    change-feed cursor, so the source is listed in full)."""
+    return StoredSourceState(connector, full=full)

@@ -68,7 +68,7 @@ def connector_sync(*, connector: Connector, full: bool = False) -> SyncOutcome:
     run = SyncRun.objects.create(connector=connector, kind=SyncRun.Kind.FULL if full else SyncRun.Kind.SYNC)
     errors: list[SourceError] = []
     try:
-        listing = _list(connector)
+        listing = _list(connector, full=full)
         source_permissions_first(connector=connector, listing=listing)
         stats = documents_write(connector=connector, documents=listing.documents, on_progress=_progress(run))
         written = {d.external_id for d in listing.documents}
@@ -77,6 +77,7 @@ def connector_sync(*, connector: Connector, full: bool = False) -> SyncOutcome:
         make_private(connector, listing)
         errors = [*listing.errors, *stats.errors]
         deleted, warnings = _prune(connector, listing)
+        _advance_cursor(connector, listing)
         if full:
             _repush(connector)
     except Exception as exc:
@@ -87,9 +88,9 @@ def connector_sync(*, connector: Connector, full: bool = False) -> SyncOutcome:
     return SyncOutcome(claimed=True, stats=stats, deleted=deleted, errors=tuple(messages), warnings=warnings)
 
 
-def _list(connector: Connector) -> Listing:
+def _list(connector: Connector, *, full: bool) -> Listing:
     kind = connector_kind(connector.kind)
-    state = stored_source_state(connector=connector)  # what the last sync saw (validators, links)
+    state = stored_source_state(connector=connector, full=full)  # what the last sync saw (validators)
     try:
         credential = connector.credential() if kind.credential_label else ""
     except CredentialUnreadable as exc:
@@ -152,6 +153,13 @@ def _prune(connector: Connector, listing: Listing) -> tuple[int, tuple[str, ...]
     if not seen and gone.exists():
         return 0, ("the source listed nothing (unmounted?), so no document was removed",)
     return documents_delete(document_ids=list(gone.values_list("pk", flat=True))), ()
+
+
+def _advance_cursor(connector: Connector, listing: Listing) -> None:
+    """A complete listing's change-feed position becomes the next sync's starting point; after an
+    incomplete one the old position stays, so the changes it may have missed are read again."""
+    if listing.complete and listing.cursor is not None:
+        Connector.objects.filter(pk=connector.pk).update(source_cursor=listing.cursor[:500])
 
 
 def _finish(
