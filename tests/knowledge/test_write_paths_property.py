@@ -4,7 +4,9 @@ The rules drive every write path the product has: API upserts (the REST endpoint
 and as a batch job), a filesystem
 connector synced over a folder whose files and ACL sidecar change between steps, admin ACL edits,
 content edits, override clears, soft deletes, restores and deletes (the real admin forms and
-actions), and a blue/green reindex to another embedder and back. The machine keeps its own model
+actions), a Slack connector (against the local Slack stub) whose channel members change and whose
+member list can fail to read, synced in full or permissions only, and a blue/green reindex to
+another embedder and back. The machine keeps its own model
 of what each document should be (content, source ACL, admin override, deletion and its origin), and of
 the admin's decisions kept by source id, which outlive a prune or a delete and apply again when the
 document comes back.
@@ -24,6 +26,8 @@ import json
 import os
 import shutil
 import tempfile
+import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -52,10 +56,13 @@ from knowledge.search import search_chunks
 from knowledge.selectors.scopes import search_scope_for_key
 from knowledge.services.connector_sync import connector_sync
 from knowledge.services.jobs import job_run
+from knowledge.services.permission_sync import connector_permissions_sync
 from knowledge.services.reindex import reindex_backfill, reindex_job_for, reindex_switch
 from tests.api.conftest import bearer, issue_key
 from tests.factories import UserFactory
 from tests.knowledge.admin_forms import post_document_action, post_document_change, post_policy_action
+from tests.stubs.server import StubServer, serving
+from tests.stubs.slack import TOKEN, Channel, SlackWorld
 
 EXAMPLES = int(os.environ.get("WRITE_PATH_EXAMPLES", "10"))
 STEPS = int(os.environ.get("WRITE_PATH_STEPS", "30"))
@@ -67,6 +74,8 @@ MEMBERS = {USERS[0]: {"crew"}, USERS[1]: {"crew", "office"}, USERS[2]: set()}
 API_IDS = ["a0", "a1", "a2"]
 FILES = ["f0.md", "sub/f1.md", "sub/f2.md"]
 OTHER_EMBEDDER = "tests.knowledge.plugins.Hashing256Embedder"
+SLACK_IDS = {user: f"U{i}" for i, user in enumerate(USERS)}
+CHANNEL_GROUP = "slack:T0ACME/channel/C1"  # the source group Slack's channel members become
 _tenants = itertools.count()
 
 
@@ -76,10 +85,13 @@ class Acl:
     users: frozenset[str] = frozenset()
     groups: frozenset[str] = frozenset()
 
-    def allows(self, user: str | None) -> bool:
+    def allows(self, user: str | None, channel_members: frozenset[str]) -> bool:
         if self.public:
             return True
-        return user is not None and (user in self.users or bool(MEMBERS[user] & self.groups))
+        if user is None:
+            return False
+        groups = MEMBERS[user] | ({CHANNEL_GROUP} if user in channel_members else set())
+        return user in self.users or bool(groups & self.groups)
 
 
 @dataclass
@@ -116,7 +128,12 @@ class World:
     connector: Connector
     folder: Path
     default_acl: Acl
+    slack: SlackWorld
+    slack_server: StubServer
+    slack_connector: Connector
+    services: ExitStack
     sidecar: Acl | None = None
+    channel_members: frozenset[str] = frozenset()  # the channel's members as last synced
     expected: dict[tuple[str, str], Expected] = field(default_factory=dict)
     decisions: dict[tuple[str, str], tuple[Acl | None, str]] = field(default_factory=dict)
 
@@ -137,7 +154,37 @@ def _world() -> World:
     api.credentials(**bearer(issue_key(tenant=tenant)))
     admin = Client()
     admin.force_login(UserFactory.create())
-    return World(tenant, api, admin, connector, folder, default_acl=Acl(public=True))
+    slack, services = _slack_world(), ExitStack()
+    server = services.enter_context(serving(slack.stub()))
+    slack_connector = Connector.objects.create(
+        tenant=tenant, name="slack", kind="slack", config={"api_url": server.url}, default_is_public=False
+    )
+    slack_connector.set_credential(TOKEN)
+    slack_connector.save()
+    return World(
+        tenant,
+        api,
+        admin,
+        connector,
+        folder,
+        default_acl=Acl(public=True),
+        slack=slack,
+        slack_server=server,
+        slack_connector=slack_connector,
+        services=services,
+    )
+
+
+def _slack_world() -> SlackWorld:
+    """One private channel: a day of messages and a thread, each a document naming the channel group."""
+    slack, now = SlackWorld(page_size=50), time.time()
+    for user, slack_id in SLACK_IDS.items():
+        slack.user(slack_id, user.split("@")[0], user)
+    slack.channels = {"C1": Channel("harbour", [], is_private=True)}
+    slack.post("C1", "U0", f"{QUERY} north", now - 300)
+    thread = slack.post("C1", "U1", f"{QUERY} night crew", now - 200)
+    slack.reply("C1", thread, "U2", f"{QUERY} cargo", now - 100)
+    return slack
 
 
 class WritePaths(RuleBasedStateMachine):
@@ -150,14 +197,19 @@ class WritePaths(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         shutil.rmtree(self.world.folder, ignore_errors=True)
+        self.world.services.close()
 
     # --- helpers ------------------------------------------------------------------------------------
     def _api_connector(self) -> Connector:
         return Connector.objects.get(tenant=self.world.tenant, name="api")
 
+    def _connector(self, source: str) -> Connector:
+        if source == "slack":
+            return self.world.slack_connector
+        return self.world.connector if source == "fs" else self._api_connector()
+
     def _document(self, key: tuple[str, str]) -> Document:
-        connector = self.world.connector if key[0] == "fs" else self._api_connector()
-        return Document.objects.get(connector=connector, external_id=key[1])
+        return Document.objects.get(connector=self._connector(key[0]), external_id=key[1])
 
     def _keys(self) -> list[tuple[str, str]]:
         return sorted(self.world.expected)
@@ -268,6 +320,52 @@ class WritePaths(RuleBasedStateMachine):
             for key in [k for k in self.world.expected if k[0] == "fs" and k[1] not in self.files]:
                 del self.world.expected[key]
 
+    # --- a Slack connector: channel members are a source group ---------------------------------------
+    @rule(members=st.frozensets(st.sampled_from(USERS)))
+    def slack_members_change(self, members: frozenset[str]) -> None:
+        self.world.slack.channels["C1"].members = [SLACK_IDS[u] for u in sorted(members)]
+
+    @rule(broken=st.booleans())
+    def slack_members_unreadable(self, broken: bool) -> None:
+        self.world.slack_server.faults.clear()
+        if broken:
+            error = {"ok": False, "error": "internal_error"}
+            self.world.slack_server.fail("/conversations.members", 200, times=10**6, body=error)
+
+    def _slack_acl(self) -> Acl:
+        """The channel's ACL after a sync: its group, or nobody when its members could not be read
+        (fail closed; the group keeps its last complete membership)."""
+        if self.world.slack_server.faults:
+            return Acl()
+        members = self.world.slack.channels["C1"].members
+        self.world.channel_members = frozenset(u for u, i in SLACK_IDS.items() if i in members)
+        return Acl(groups=frozenset({CHANNEL_GROUP}))
+
+    @rule()
+    def slack_sync(self) -> None:
+        outcome = connector_sync(connector=self.world.slack_connector)
+        assert outcome.claimed and bool(outcome.errors) == bool(self.world.slack_server.faults)
+        acl = self._slack_acl()
+        for document in Document.objects.filter(connector=self.world.slack_connector):
+            key = ("slack", document.external_id)
+            old = self.world.expected.get(key)
+            new = Expected(pulled=True, title=document.title, content=document.content, source_acl=acl)
+            if old is not None:
+                new = replace(new, title=old.title, content=old.content)
+                new = replace(new, override=old.override, deleted=old.deleted)
+            else:
+                new = self._returning(key, new)
+            self.world.expected[key] = new
+
+    @precondition(lambda self: any(k[0] == "slack" for k in self.world.expected))
+    @rule()
+    def slack_permission_sync(self) -> None:
+        outcome = connector_permissions_sync(connector=self.world.slack_connector)
+        assert outcome.claimed and bool(outcome.errors) == bool(self.world.slack_server.faults)
+        acl = self._slack_acl()
+        for key in [k for k in self.world.expected if k[0] == "slack"]:
+            self.world.expected[key].source_acl = acl
+
     # --- the admin ----------------------------------------------------------------------------------
     @precondition(lambda self: self.world.expected)
     @rule(data=st.data(), acl=acls)
@@ -320,8 +418,7 @@ class WritePaths(RuleBasedStateMachine):
     @rule(data=st.data(), acl=st.booleans())
     def admin_clear_a_gone_documents_policy(self, data: st.DataObject, acl: bool) -> None:
         key = data.draw(st.sampled_from(sorted(set(self.world.decisions) - set(self.world.expected))))
-        connector = self.world.connector if key[0] == "fs" else self._api_connector()
-        policy = DocumentPolicy.objects.get(connector=connector, external_id=key[1])
+        policy = DocumentPolicy.objects.get(connector=self._connector(key[0]), external_id=key[1])
         post_policy_action(self.world.admin, "clear_acl_override" if acl else "clear_deletion", policy)
         override, deleted = self.world.decisions.pop(key)
         override, deleted = (None, deleted) if acl else (override, "")
@@ -352,7 +449,7 @@ class WritePaths(RuleBasedStateMachine):
         for key, expected in self.world.expected.items():
             if expected.deleted or (environment and expected.environment not in (None, environment)):
                 continue
-            if bypass or expected.acl.allows(user):
+            if bypass or expected.acl.allows(user, self.world.channel_members):
                 ids.add(self._document(key).pk)
         return ids
 
@@ -387,7 +484,8 @@ class WritePaths(RuleBasedStateMachine):
         policies = DocumentPolicy.objects.filter(connector__tenant=self.world.tenant).select_related(
             "connector"
         )
-        kept = {("fs" if p.connector.kind == "filesystem" else "api", p.external_id): p for p in policies}
+        sources = {"filesystem": "fs", "slack": "slack"}
+        kept = {(sources.get(p.connector.kind, "api"), p.external_id): p for p in policies}
         assert set(kept) == set(self.world.decisions)
         for key, (override, deleted) in self.world.decisions.items():
             policy = kept[key]
