@@ -119,6 +119,19 @@ class Listing:
         self.complete = False
         self.errors.append(SourceError(message=message))
 
+    def all_private(self, external_ids: Iterable[str]) -> None:
+        """Who may read these stored items is unknown: each becomes visible to nobody, content kept."""
+        ids = set(external_ids)
+        self.private.update(ids)
+        self.acls.update(dict.fromkeys(ids, SourceAcl()))
+
+    def fail_unreadable(self, message: str, state: SourceState | None) -> None:
+        """Who may read what is unknown: an error, nothing pruned, everything stored private."""
+        self.fail_listing(message)
+        self.cursor = None
+        if state is not None:
+            self.all_private(state.external_ids())
+
     def keep_with_acl(self, external_id: str, acl: SourceAcl) -> None:
         """An unchanged item: its stored content stays, its ACL becomes `acl`."""
         self.kept.add(external_id)

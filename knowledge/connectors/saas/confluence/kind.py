@@ -71,7 +71,7 @@ class ConfluenceKind(ConnectorKind):
             try:
                 spaces = _wanted_spaces(api, config)
             except (ApiError, KeyError, TypeError) as exc:
-                _unreadable(listing, state, f"the site's spaces could not be listed ({exc}){_hint(exc)}")
+                listing.fail_unreadable(f"the site's spaces could not be listed ({exc}){_hint(exc)}", state)
                 return listing
             for space in spaces:
                 try:
@@ -93,7 +93,7 @@ class ConfluenceKind(ConnectorKind):
             try:
                 acls = _page_acls(api, access, config, listing)
             except (ApiError, KeyError, TypeError) as exc:
-                _unreadable(listing, state, f"permissions could not be read ({exc}){_hint(exc)}")
+                listing.fail_unreadable(f"permissions could not be read ({exc}){_hint(exc)}", state)
                 return listing
             for external_id in state.external_ids():
                 page_id = _page_of(external_id, state)
@@ -181,15 +181,6 @@ def _email(api: ConfluenceApi, account_id: str) -> str | None:
     except ApiError:
         return None
     return email if isinstance(email, str) else None
-
-
-def _unreadable(listing: Listing, state: SourceState | None, message: str) -> None:
-    """Who may read what is unknown: everything stored becomes private, and nothing is pruned."""
-    listing.fail_listing(message)
-    if state is not None:
-        ids = state.external_ids()
-        listing.private.update(ids)
-        listing.acls.update(dict.fromkeys(ids, SourceAcl()))
 
 
 def _space_private(listing: Listing, state: SourceState | None, space_id: str) -> None:

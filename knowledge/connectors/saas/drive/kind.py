@@ -99,7 +99,7 @@ class DriveKind(ConnectorKind):
             try:
                 files = {external_id(str(f["id"])): f for f in sync.files() if not _skipped(f)}
             except (ApiError, KeyError, TypeError) as exc:
-                _unreadable(listing, state, f"permissions could not be read ({exc}){_hint(exc)}")
+                listing.fail_unreadable(f"permissions could not be read ({exc}){_hint(exc)}", state)
                 return listing
             for eid in sorted(wanted):
                 if eid not in files:
@@ -223,7 +223,7 @@ def _open(
         tokens = TokenSource(ServiceAccount.parse(credential), str(config.get("subject") or ""))
         tokens.token()
     except (BadServiceAccount, ApiError) as exc:
-        _unreadable(listing, state, f"could not sign in to Google ({exc}){_hint(exc)}")
+        listing.fail_unreadable(f"could not sign in to Google ({exc}){_hint(exc)}", state)
         return None
     return DriveApi(client, tokens, int(config.get("max_pages", DEFAULT_MAX_PAGES)))
 
@@ -238,16 +238,6 @@ def _unlisted(listing: Listing, state: SourceState | None, message: str) -> None
     listing.cursor = None
     if state is not None:
         listing.kept.update(state.external_ids() - {d.external_id for d in listing.documents})
-
-
-def _unreadable(listing: Listing, state: SourceState | None, message: str) -> None:
-    """Who may read what is unknown: everything stored becomes private, and nothing is pruned."""
-    listing.fail_listing(message)
-    listing.cursor = None
-    if state is not None:
-        ids = state.external_ids()
-        listing.private.update(ids)
-        listing.acls.update(dict.fromkeys(ids, SourceAcl()))
 
 
 def _hint(exc: Exception) -> str:

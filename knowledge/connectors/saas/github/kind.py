@@ -18,7 +18,7 @@ from knowledge.connectors.saas.common import (
 )
 from knowledge.connectors.saas.github.access import RepositoryAccess
 from knowledge.connectors.saas.github.content import RepositoryContent
-from knowledge.connectors.types import Listing, SourceAcl, SourceError, SourceState
+from knowledge.connectors.types import Listing, SourceError, SourceState
 
 DEFAULT_API_URL = "https://api.github.com"
 REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
@@ -65,11 +65,12 @@ class GithubKind(ConnectorKind):
         with _client(config, credential) as client:
             repository, access = _open(client, config, listing)
             if repository is None:
-                _all_private(listing, state)
+                if state is not None:
+                    listing.all_private(state.external_ids())
                 return listing
             acl = access.acl(repository, listing)
-            if acl is None:
-                _all_private(listing, state)
+            if acl is None and state is not None:
+                listing.all_private(state.external_ids())
             content = RepositoryContent(client, repository, config, state, acl)
             content.files(listing)
             content.threads(
@@ -86,7 +87,7 @@ class GithubKind(ConnectorKind):
             repository, access = _open(client, config, listing)
             acl = access.acl(repository, listing) if repository is not None else None
             if acl is None:
-                _all_private(listing, state)
+                listing.all_private(state.external_ids())
             else:
                 listing.acls.update(dict.fromkeys(state.external_ids(), acl))
             _report_unmapped(access.emails, listing)
@@ -142,11 +143,3 @@ def _report_unmapped(emails: EmailBook, listing: Listing) -> None:
                 " map them in config 'emails'"
             )
         )
-
-
-def _all_private(listing: Listing, state: SourceState | None) -> None:
-    """The repository's access is unknown: every document stored from it becomes private (fail closed)."""
-    if state is not None:
-        ids = state.external_ids()
-        listing.private.update(ids)
-        listing.acls.update(dict.fromkeys(ids, SourceAcl()))

@@ -99,11 +99,8 @@ def _open(
         channels = _wanted(api, config)
     except (ApiError, KeyError, TypeError) as exc:
         hint = " (check the bot token)" if isinstance(exc, ApiError) and exc.denied else ""
-        listing.fail_listing(f"the workspace could not be read: {exc}{hint}; its documents are private")
-        if state is not None:
-            ids = state.external_ids()
-            listing.private.update(ids)
-            listing.acls.update(dict.fromkeys(ids, SourceAcl()))
+        message = f"the workspace could not be read: {exc}{hint}; its documents are private"
+        listing.fail_unreadable(message, state)
         return None
     if str(config.get("public_channels", "members")) == "workspace":
         access.workspace_group(listing)
