@@ -26,6 +26,7 @@ class Connector(models.Model):
         GITHUB = "github", "GitHub repository"
         SLACK = "slack", "Slack workspace"
         CONFLUENCE = "confluence", "Confluence Cloud"
+        GOOGLE_DRIVE = "google_drive", "Google Drive"
 
     class SyncStatus(models.TextChoices):
         NEVER = "never", "Never synced"
