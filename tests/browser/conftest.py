@@ -200,4 +200,4 @@ def make_tab(
 @pytest.fixture
 def demo(transactional_db: None) -> None:
     """The demo knowledge base (`manage.py seed_demo`), committed so the server thread sees it."""
-    call_command("seed_demo", verbosity=0)
+    call_command("seed_demo", verbosity=0, without_hosted=True)

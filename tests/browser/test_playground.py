@@ -5,6 +5,7 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 import pytest
+from django.core.management import call_command
 from playwright.sync_api import Page
 
 from knowledge.models import Principal
@@ -77,3 +78,26 @@ def test_results_fit_a_phone_screen(make_tab: TabMaker) -> None:
     page = run(make_tab(width=390, height=844), "database outages escalation", "bypass")
     assert titles(page)
     assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
+
+
+def test_the_hosted_connectors_recorded_syncs_follow_their_source_acls(make_tab: TabMaker) -> None:
+    call_command("seed_demo", verbosity=0)  # adds the Confluence, Drive, GitHub and Slack syncs
+    tab = make_tab()
+    erin = titles(run(tab, "database failover drill", persona("erin@example.com")))
+    eli = titles(run(tab, "database failover drill", persona("eli@example.com")))
+    assert "Database failover drill" in erin and "Database failover drill" not in eli
+    assert "Incident review process" in titles(
+        run(tab, "blameless incident review", persona("eli@example.com"))
+    )
+    assert "Incident review process" not in titles(
+        run(tab, "blameless incident review", persona("hana@example.com"))
+    )
+    page = tab.open("/admin/knowledge/connector/")
+    rows = page.locator("#result_list tbody tr").all_inner_texts()
+    for name in ("team-wiki", "team-drive", "platform-repo", "team-slack"):
+        assert any(name in row and "OK" in row for row in rows), (name, rows)
+    page.get_by_role("link", name="team-drive").first.click()
+    page.wait_for_load_state()
+    tab.assert_clean("the Google Drive connector's page")
+    assert "Google Drive" in page.locator("div.field-kind").inner_text()
+    assert page.locator("tr:not(#runs-empty) > td.field-kind").all_inner_texts() == ["Sync"]  # its run

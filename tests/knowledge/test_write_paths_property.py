@@ -58,11 +58,11 @@ from knowledge.services.connector_sync import connector_sync
 from knowledge.services.jobs import job_run
 from knowledge.services.permission_sync import connector_permissions_sync
 from knowledge.services.reindex import reindex_backfill, reindex_job_for, reindex_switch
+from knowledge.source_stubs.server import StubServer, serving
+from knowledge.source_stubs.slack import TOKEN, Channel, SlackWorld
 from tests.api.conftest import bearer, issue_key
 from tests.factories import UserFactory
 from tests.knowledge.admin_forms import post_document_action, post_document_change, post_policy_action
-from tests.stubs.server import StubServer, serving
-from tests.stubs.slack import TOKEN, Channel, SlackWorld
 
 EXAMPLES = int(os.environ.get("WRITE_PATH_EXAMPLES", "10"))
 STEPS = int(os.environ.get("WRITE_PATH_STEPS", "30"))

@@ -22,7 +22,7 @@ URL = "/playground/"
 def seeded(db: None) -> None:
     from django.core.management import call_command
 
-    call_command("seed_demo", verbosity=0)
+    call_command("seed_demo", verbosity=0, without_hosted=True)
 
 
 def user_id(email: str, tenant: str = "primary") -> str:

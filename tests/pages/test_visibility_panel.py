@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def staff(client: Client) -> Client:
-    call_command("seed_demo", verbosity=0)
+    call_command("seed_demo", verbosity=0, without_hosted=True)
     client.force_login(UserFactory.create())
     return client
 

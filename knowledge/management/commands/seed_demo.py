@@ -13,6 +13,8 @@ from knowledge.services.connector_sync import connector_sync
 from knowledge.services.connectors import connector_ensure, connector_update
 from knowledge.services.documents import document_set_acl, document_upsert
 from knowledge.services.jobs import job_run, job_submit
+from knowledge.source_stubs import demo as demo_sources
+from knowledge.source_stubs.server import serving
 
 DEMO_BATCH: list[dict[str, Any]] = [
     {
@@ -113,11 +115,19 @@ class Command(BaseCommand):
             default=None,
             help="keep a demo API key (tenant primary, search+index, on_behalf_of) here and print it",
         )
+        parser.add_argument(
+            "--without-hosted",
+            action="store_true",
+            help="leave out the hosted connectors' recorded syncs (Confluence, Google Drive, GitHub, Slack)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         for slug, docs in DOCS.items():
             with transaction.atomic():
                 self._seed_tenant(slug, docs)
+            if slug == Tenant.DEFAULT_SLUG and not options["without_hosted"]:
+                for source in demo_sources.SOURCES:
+                    _seed_hosted(Tenant.objects.get(slug=slug), source)
             count = Document.objects.filter(tenant__slug=slug).count()
             self.stdout.write(f"tenant {slug}: {count} documents")
         self._seed_job()
@@ -182,6 +192,22 @@ class Command(BaseCommand):
         if connector.enabled and connector.config.get("path") == path:
             connector_sync(connector=connector)
             _seed_admin_decision(connector)
+
+
+def _seed_hosted(tenant: Tenant, source: demo_sources.DemoSource) -> None:
+    """A hosted connector with one recorded sync, read from a local stub of its API that answers only
+    for this command: the admin shows its run, documents and source groups, the playground its ACLs.
+    It is left disabled (nothing answers at that address later); point it at a real site to use it."""
+    if Connector.objects.filter(tenant=tenant, name=source.name).exists():
+        return
+    with serving(source.stub()) as server:
+        connector, _ = connector_ensure(
+            tenant=tenant, name=source.name, kind=source.kind, config=source.config(server.url)
+        )
+        connector.set_credential(source.credential(server.url))
+        connector.save(update_fields=["credential_sealed"])
+        connector_sync(connector=connector)
+    connector_update(connector=connector, enabled=False)
 
 
 def _seed_admin_decision(connector: Connector) -> None:

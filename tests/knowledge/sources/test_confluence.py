@@ -11,9 +11,9 @@ import pytest
 from knowledge.models import Connector, Principal
 from knowledge.services.connector_sync import connector_sync
 from knowledge.services.permission_sync import connector_permissions_sync
+from knowledge.source_stubs.confluence import CREDENTIAL, ConfluenceWorld, Page
+from knowledge.source_stubs.server import StubServer, serving
 from tests.knowledge.sources.helpers import live, source_connector, visible
-from tests.stubs.confluence import CREDENTIAL, ConfluenceWorld, Page
-from tests.stubs.server import StubServer, serving
 
 pytestmark = pytest.mark.django_db
 ALICE, BOB, CAROL, DAVE = "alice@example.com", "bob@example.com", "carol@example.com", "dave@example.com"

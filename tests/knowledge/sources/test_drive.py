@@ -12,9 +12,7 @@ import pytest
 from knowledge.models import Connector, Principal
 from knowledge.services.connector_sync import connector_sync
 from knowledge.services.permission_sync import connector_permissions_sync
-from tests.knowledge.connectors.samples import pdf
-from tests.knowledge.sources.helpers import live, source_connector, visible
-from tests.stubs.drive import (
+from knowledge.source_stubs.drive import (
     DOC,
     FOLDER,
     SUBJECT,
@@ -26,7 +24,9 @@ from tests.stubs.drive import (
     service_account_key,
     user,
 )
-from tests.stubs.server import StubServer, serving
+from knowledge.source_stubs.server import StubServer, serving
+from tests.knowledge.connectors.samples import pdf
+from tests.knowledge.sources.helpers import live, source_connector, visible
 
 pytestmark = pytest.mark.django_db
 ALICE, BOB, CAROL, DAVE, ERIN = (f"{n}@acme.com" for n in ("alice", "bob", "carol", "dave", "erin"))

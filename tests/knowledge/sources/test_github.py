@@ -11,9 +11,9 @@ import pytest
 from knowledge.models import Connector, Principal
 from knowledge.services.connector_sync import connector_sync
 from knowledge.services.permission_sync import connector_permissions_sync
+from knowledge.source_stubs.github import TOKEN, GithubWorld, Issue
+from knowledge.source_stubs.server import StubServer, serving
 from tests.knowledge.sources.helpers import live, source_connector, visible
-from tests.stubs.github import TOKEN, GithubWorld, Issue
-from tests.stubs.server import StubServer, serving
 
 pytestmark = pytest.mark.django_db
 EVERYONE = ("alice@example.com", "bob@example.com", "carol@example.com", "dave@example.com")

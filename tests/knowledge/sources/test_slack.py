@@ -12,9 +12,9 @@ import pytest
 from knowledge.models import Connector, Principal
 from knowledge.services.connector_sync import connector_sync
 from knowledge.services.permission_sync import connector_permissions_sync
+from knowledge.source_stubs.server import StubServer, serving
+from knowledge.source_stubs.slack import TOKEN, Channel, SlackWorld
 from tests.knowledge.sources.helpers import live, source_connector, visible
-from tests.stubs.server import StubServer, serving
-from tests.stubs.slack import TOKEN, Channel, SlackWorld
 
 pytestmark = pytest.mark.django_db
 NOW = time.time()

@@ -108,7 +108,7 @@ def serving(stub: StubServer) -> Iterator[StubServer]:
 
     server = ThreadingHTTPServer(("127.0.0.1", stub.port), Handler)
     stub.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
         yield stub

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.stubs.server import Reply, Request, StubServer
+from knowledge.source_stubs.server import Reply, Request, StubServer
 
 TOKEN = "ghp_stubtoken0123456789"
 

@@ -14,7 +14,7 @@ from urllib.parse import unquote
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from tests.stubs.server import Reply, Request, StubServer
+from knowledge.source_stubs.server import Reply, Request, StubServer
 
 FOLDER = "application/vnd.google-apps.folder"
 DOC = "application/vnd.google-apps.document"

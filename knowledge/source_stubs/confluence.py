@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.stubs.server import Reply, Request, StubServer
+from knowledge.source_stubs.server import Reply, Request, StubServer
 
 EMAIL, API_TOKEN = "reader@acme.example", "atl-stub-token"
 CREDENTIAL = f"{EMAIL}:{API_TOKEN}"

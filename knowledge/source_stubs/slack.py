@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.stubs.server import Reply, Request, StubServer
+from knowledge.source_stubs.server import Reply, Request, StubServer
 
 TOKEN = "xoxb-stub-0123456789"
 

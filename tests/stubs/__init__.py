@@ -1,1 +1,0 @@
-"""Local HTTP servers that speak hosted sources' published APIs, for the connector tests and benches."""
