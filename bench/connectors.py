@@ -6,12 +6,19 @@ extractors) versus writing (chunk, embed, store); the main-content extractor aga
 visible-text one on the same pages (characters kept, time); and, for a few queries, the top hits
 with a check that the expected page is first.
 Usage: python bench/connectors.py [--path /usr/share/doc/python3/html] [--embedder hashing] [--json F]
+
+With --hosted: the Confluence, Google Drive, GitHub and Slack kinds against their local stubs instead
+(bench/hosted.py): documents/s of a full sync, an unchanged resync and a permission-only sync, beside
+the same documents written straight through the write service (the baseline, same run), and the
+latency from a membership change at the source to search.
+Usage: python bench/connectors.py --hosted [--docs 300] [--reps 3] [--kinds slack,github] [--json F]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -38,6 +45,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--embedder", default="hashing")
     parser.add_argument("--database", default="knowledge_bench")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--hosted", action="store_true", help="the hosted kinds against their stubs")
+    parser.add_argument("--backend", default="postgres", choices=["postgres", "opensearch"], help="--hosted")
+    parser.add_argument("--docs", type=int, default=300, help="--hosted: documents per kind")
+    parser.add_argument("--reps", type=int, default=3, help="--hosted: membership changes per kind")
+    parser.add_argument("--kinds", default="confluence,google_drive,github,slack", help="--hosted: which")
     return parser.parse_args()
 
 
@@ -107,8 +119,36 @@ def drop(connector: Any) -> None:
     drop_tenant(connector)
 
 
+def hosted(args: argparse.Namespace) -> dict[str, Any]:
+    from bench.hosted import KINDS, drop, measure
+
+    figures: dict[str, Any] = {"embedder": args.embedder, "documents_per_kind": args.docs}
+    for kind in KINDS:
+        if kind.kind in args.kinds.split(","):
+            figures[kind.kind] = measure(kind, args.docs, args.reps)
+            tenant = figures[kind.kind].pop("tenant")
+            print(kind.kind, json.dumps(figures[kind.kind]), file=sys.stderr, flush=True)
+            drop(tenant)
+    return figures
+
+
 def main() -> None:
     args = parse_args()
+    if args.hosted:
+        prefix = f"bench-hosted-{time.time_ns()}"
+        os.environ.update(KNOWLEDGE_RETRIEVAL_BACKEND=args.backend, OPENSEARCH_INDEX_PREFIX=prefix)
+        setup_django(args.database)
+        from bench.ingest import use_embedder
+
+        use_embedder(args.embedder)
+        try:
+            report({"backend": args.backend, **hosted(args)}, args.json)
+        finally:
+            if args.backend == "opensearch":
+                from retrieval_backends.registry import get_backend
+
+                get_backend().client.indices.delete(index=f"{prefix}-*", ignore=404)  # type: ignore[attr-defined]
+        return
     if not args.path.is_dir():
         sys.exit(f"{args.path} is missing: apt-get install python3-doc")
     setup_django(args.database)
@@ -134,9 +174,13 @@ def main() -> None:
         }
     finally:
         drop(connector)
+    report(figures, args.json)
+
+
+def report(figures: dict[str, Any], path: Path | None) -> None:
     print(json.dumps(figures, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2))
+    if path:
+        path.write_text(json.dumps(figures, indent=2))
 
 
 if __name__ == "__main__":
