@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,11 +53,15 @@ class GithubWorld:
                 401, {"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"}
             )
         base = f"/repos/{self.owner}/{self.repo}"
+        since = request.query.get("since", "")
         routes: list[tuple[str, Any]] = [
             (rf"^{base}$", lambda m: Reply(body=self.repository(server))),
-            (rf"^{base}/git/trees/([^/]+)$", lambda m: self.tree(m.group(1))),
+            (rf"^{base}/git/trees/([^/]+)$", lambda m: self.tree(m.group(1), request)),
             (rf"^{base}/git/blobs/([0-9a-f]+)$", lambda m: self.blob(m.group(1))),
-            (rf"^{base}/issues$", lambda m: self.paged(request, server, self.issue_items(server))),
+            (
+                rf"^{base}/issues$",
+                lambda m: self.paged(request, server, self.issue_items(server, since)),
+            ),
             (rf"^{base}/issues/(\d+)/comments$", lambda m: self.comments(request, server, int(m.group(1)))),
             (
                 rf"^{base}/collaborators$",
@@ -82,15 +87,18 @@ class GithubWorld:
 
     def paged(self, request: Request, server: StubServer, items: list[Any]) -> Reply:
         page = int(request.query.get("page", "1"))
-        start = (page - 1) * self.page_size
+        size = min(self.page_size, int(request.query.get("per_page", "30")))
+        start = (page - 1) * size
         headers = {}
-        if start + self.page_size < len(items):
-            query = "&".join(f"{k}={v}" for k, v in {**request.query, "page": str(page + 1)}.items())
-            headers["Link"] = (
-                f'<{server.url}{request.path}?{query}>; rel="next", '
-                f'<{server.url}{request.path}?page=1>; rel="first"'
-            )
-        return Reply(body=items[start : start + self.page_size], headers=headers)
+        if start + size < len(items):
+
+            def link(number: int) -> str:
+                query = "&".join(f"{k}={v}" for k, v in {**request.query, "page": str(number)}.items())
+                return f"{server.url}{request.path}?{query}"
+
+            last = (len(items) + size - 1) // size
+            headers["Link"] = f'<{link(page + 1)}>; rel="next", <{link(last)}>; rel="last"'
+        return Reply(body=items[start : start + size], headers=headers)
 
     # --- resources ------------------------------------------------------------------------------------
     def repository(self, server: StubServer) -> dict[str, Any]:
@@ -109,7 +117,7 @@ class GithubWorld:
             "has_issues": True,
         }
 
-    def tree(self, branch: str) -> Reply:
+    def tree(self, branch: str, request: Request) -> Reply:
         if branch != "main":
             return Reply(404, {"message": "Not Found"})
         entries: list[dict[str, Any]] = [{"path": "docs", "mode": "040000", "type": "tree", "sha": "0" * 40}]
@@ -118,7 +126,11 @@ class GithubWorld:
             entries.append(
                 {"path": path, "mode": "100644", "type": "blob", "sha": blob_sha(data), "size": len(data)}
             )
-        return Reply(body={"sha": "f" * 40, "tree": entries, "truncated": self.truncated})
+        body = {"sha": "f" * 40, "tree": entries, "truncated": self.truncated}
+        etag = '"' + hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:32] + '"'
+        if request.headers.get("if-none-match") == etag:  # GitHub: a 304 does not count against the limit
+            return Reply(304, raw=b"", headers={"ETag": etag})
+        return Reply(body=body, headers={"ETag": etag})
 
     def blob(self, sha: str) -> Reply:
         for text in self.files.values():
@@ -128,9 +140,11 @@ class GithubWorld:
                 return Reply(body={"sha": sha, "size": len(data), "encoding": "base64", "content": encoded})
         return Reply(404, {"message": "Not Found"})
 
-    def issue_items(self, server: StubServer) -> list[dict[str, Any]]:
+    def issue_items(self, server: StubServer, since: str = "") -> list[dict[str, Any]]:
         found = []
         for number, issue in sorted(self.issues.items(), key=lambda kv: kv[1].updated_at, reverse=True):
+            if since and issue.updated_at < since:  # `since`: updated at or after (ISO 8601, UTC)
+                continue
             item: dict[str, Any] = {
                 "number": number,
                 "title": issue.title,

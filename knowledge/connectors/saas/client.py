@@ -216,8 +216,13 @@ class PagingCapped(ApiError):
 
 
 def next_link(header: str) -> str | None:
+    return rel_link(header, "next")
+
+
+def rel_link(header: str, rel: str) -> str | None:
+    """The target of `rel` in a `Link` header (`<url>; rel="next", <url>; rel="last"`)."""
     for part in header.split(","):
         target, _, rest = part.partition(";")
-        if 'rel="next"' in rest:
+        if f'rel="{rel}"' in rest:
             return target.strip().strip("<>")
     return None

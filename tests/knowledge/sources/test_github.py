@@ -117,6 +117,71 @@ def test_a_second_sync_fetches_only_what_changed(github: tuple[GithubWorld, Stub
     assert "another handbook comment" in connector.documents.get(external_id="issue:1").content
 
 
+def test_an_unchanged_repository_costs_a_304_and_the_issues_updated_since(
+    github: tuple[GithubWorld, StubServer],
+) -> None:
+    source, server = github
+    connector = connector_for(server)
+    connector_sync(connector=connector)
+    server.requests.clear()
+    outcome = connector_sync(connector=connector)
+    assert outcome.errors == () and outcome.deleted == 0 and live(connector) == ALL
+    (tree,) = server.calls("/repos/acme/handbook/git/trees")
+    assert tree.headers.get("if-none-match")  # answered 304: no blob is asked for
+    assert server.calls("/repos/acme/handbook/git/blobs") == []
+    listed = [r for r in server.calls("/repos/acme/handbook/issues") if r.path.endswith("/issues")]
+    assert any(r.query.get("since") == "2026-11-01T10:00:00Z" for r in listed)
+    source.issues[2].updated_at = "2026-11-07T10:00:00Z"
+    source.issues[2].body = "A pull request for the handbook, revised"
+    source.files["docs/new.md"] = "# New\nA new handbook page."
+    connector_sync(connector=connector)
+    assert "revised" in connector.documents.get(external_id="pull:2").content
+    assert live(connector) == ALL | {"file:docs/new.md"}
+    server.requests.clear()
+    connector_sync(connector=connector)
+    since = {r.query.get("since") for r in server.calls("/repos/acme/handbook/issues") if "since" in r.query}
+    assert since == {"2026-11-07T10:00:00Z"}
+
+
+def test_an_issue_deleted_while_another_is_opened_is_pruned_by_the_count_check(
+    github: tuple[GithubWorld, StubServer],
+) -> None:
+    source, server = github
+    connector = connector_for(server)
+    connector_sync(connector=connector)
+    del source.issues[3]  # deleted (or transferred): `since` alone would never say so
+    source.issues[4] = Issue("New handbook issue", "Fresh", updated_at="2026-11-09T10:00:00Z")
+    outcome = connector_sync(connector=connector)
+    assert outcome.deleted == 1
+    assert live(connector) == ALL - {"issue:3"} | {"issue:4"}
+
+
+def test_changed_settings_a_full_resync_or_a_failed_file_list_everything_again(
+    github: tuple[GithubWorld, StubServer],
+) -> None:
+    source, server = github
+    connector = connector_for(server)
+    connector_sync(connector=connector)
+
+    def conditional() -> tuple[bool, bool]:
+        tree = server.calls("/repos/acme/handbook/git/trees")[-1]
+        issues = [r for r in server.calls("/repos/acme/handbook/issues") if r.path.endswith("/issues")]
+        return bool(tree.headers.get("if-none-match")), any("since" in r.query for r in issues)
+
+    connector_sync(connector=connector, full=True)
+    assert conditional() == (False, False)
+    connector.config = {**connector.config, "extensions": [".md", ".txt"]}
+    connector.save()
+    connector_sync(connector=connector)
+    assert conditional() == (False, False) and "file:docs/notes.txt" in live(connector)
+    source.files["docs/leave.md"] = "# Leave\nChanged handbook text."
+    server.fail("/repos/acme/handbook/git/blobs", 404, times=1)
+    connector_sync(connector=connector)  # the changed file could not be read: kept, and asked for again
+    connector_sync(connector=connector)
+    assert conditional()[0] is False
+    assert "Changed handbook text" in connector.documents.get(external_id="file:docs/leave.md").content
+
+
 def test_removed_files_and_issues_are_pruned(github: tuple[GithubWorld, StubServer]) -> None:
     source, server = github
     connector = connector_for(server)

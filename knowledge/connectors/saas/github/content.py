@@ -1,14 +1,17 @@
 """A GitHub repository's documents: Markdown files from the branch's tree (fetched only when their
-blob changed), and issues and pull requests with their comments (fetched only when updated)."""
+blob changed; the tree itself asked for with its ETag, so an unchanged branch costs one 304), and
+issues and pull requests with their comments (fetched only when updated; after a complete sync only
+those updated `since` it are listed, unless the repository's count says one went missing)."""
 
 from __future__ import annotations
 
 import base64
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote, urlsplit
 
-from knowledge.connectors.saas.client import ApiClient, ApiError, PagingCapped, link_pages
+from knowledge.connectors.saas.client import ApiClient, ApiError, PagingCapped, link_pages, rel_link
+from knowledge.connectors.saas.github.cursor import GithubCursor, settings_fingerprint
 from knowledge.connectors.types import Listing, SourceAcl, SourceDocument, SourceState
 
 PRIVATE = SourceAcl()
@@ -31,20 +34,35 @@ class RepositoryContent:
         self.max_pages = int(config.get("max_pages", 1000))
         self.acl = acl if acl is not None else PRIVATE
         self.readable = acl is not None
+        fingerprint = settings_fingerprint(config, self.branch)
+        self.previous = GithubCursor.parse(state.cursor() if state is not None else "", fingerprint)
+        self.next = GithubCursor(fingerprint)  # what a complete listing leaves for the next sync
 
     def files(self, listing: Listing) -> None:
+        etag = self.previous.tree_etag
         try:
-            tree = self.client.get(
-                f"{self.path}/git/trees/{quote(self.branch, safe='')}", {"recursive": "1"}
-            ).body
+            page = self.client.get(
+                f"{self.path}/git/trees/{quote(self.branch, safe='')}",
+                {"recursive": "1"},
+                headers={"If-None-Match": etag} if etag else None,
+            )
+            if page.status == 304:  # the branch has not moved: every stored file stays as it is
+                self.next.tree_etag = etag
+                for external_id in self._stored("file:"):
+                    self._keep(external_id, listing)
+                return
+            tree = page.body
             entries = [e for e in tree["tree"] if e.get("type") == "blob" and self._wanted(str(e["path"]))]
         except (ApiError, KeyError, TypeError) as exc:
             listing.fail_listing(f"the file tree of {self.branch!r} could not be read ({exc})")
             return
         if tree.get("truncated"):
             listing.fail_listing("GitHub truncated the file tree (too many files): nothing is pruned")
+        errors = len(listing.errors)
         for entry in entries:
             self._file(entry, listing)
+        if len(listing.errors) == errors:  # a file that failed is asked for again next time
+            self.next.tree_etag = str(page.headers.get("etag", ""))
 
     def _wanted(self, path: str) -> bool:
         return path.casefold().endswith(self.extensions)
@@ -77,17 +95,52 @@ class RepositoryContent:
         if not (issues or pulls):
             return
         try:
-            for item in self._issue_items():
+            items = self._updated_items(listing) if issues and pulls else None
+            if items is None:
+                items = list(self._issue_items())
+            errors = len(listing.errors)
+            for item in items:
                 is_pull = "pull_request" in item
                 if pulls if is_pull else issues:
                     self._thread(item, listing, is_pull)
         except PagingCapped as exc:
             listing.fail_listing(f"issues: {exc}: nothing is pruned")
+            return
         except (ApiError, KeyError, TypeError) as exc:
             listing.fail_listing(f"issues could not be listed ({exc})")
+            return
+        if len(listing.errors) == errors:  # an item that failed is listed again next time
+            self.next.since = max([str(i.get("updated_at") or "") for i in items] + [self.previous.since])
 
-    def _issue_items(self) -> Iterator[dict[str, Any]]:
+    def _updated_items(self, listing: Listing) -> list[dict[str, Any]] | None:
+        """After a complete sync: only the items updated since it, the others kept, provided the
+        repository's count of issues and pull requests matches what that makes (else None: one was
+        deleted or transferred, so everything is listed and the missing one pruned)."""
+        since = self.previous.since
+        if not since or self.state is None:
+            return None
+        updated = list(self._issue_items(since=since))
+        stored = self._stored("issue:") | self._stored("pull:")
+        listed = {f"{'pull' if 'pull_request' in i else 'issue'}:{i['number']}" for i in updated}
+        if len(stored | listed) != self._count():
+            return None
+        for external_id in stored - listed:
+            self._keep(external_id, listing)
+        return updated
+
+    def _count(self) -> int:
+        """The repository's number of issues and pull requests: the last page's, one item a page."""
+        page = self.client.get(f"{self.path}/issues", {"state": "all", "per_page": 1})
+        last = rel_link(str(page.headers.get("link", "")), "last")
+        if last is None:
+            return len(page.body) if isinstance(page.body, list) else 0
+        number = parse_qs(urlsplit(last).query).get("page", ["0"])[0]
+        return int(number) if number.isdigit() else -1
+
+    def _issue_items(self, since: str = "") -> Iterator[dict[str, Any]]:
         params = {"state": "all", "per_page": 100, "sort": "updated", "direction": "desc"}
+        if since:
+            params["since"] = since
         for page in link_pages(self.client, f"{self.path}/issues", params, max_pages=self.max_pages):
             if not isinstance(page.body, list):
                 raise ApiError(f"issues: expected a list, got {type(page.body).__name__}")
@@ -119,6 +172,10 @@ class RepositoryContent:
                     f"{author} commented on {comment.get('created_at', '')}:\n{comment.get('body') or ''}"
                 )
         return found
+
+    def _stored(self, prefix: str) -> set[str]:
+        ids = self.state.external_ids() if self.state is not None else set()
+        return {i for i in ids if i.startswith(prefix)}
 
     def _unchanged(self, external_id: str, key: str, value: str) -> bool:
         stored = self.state.metadata(external_id) if self.state is not None else None

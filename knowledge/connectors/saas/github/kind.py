@@ -76,6 +76,7 @@ class GithubKind(ConnectorKind):
             content.threads(
                 listing, issues=config.get("issues", True), pulls=config.get("pull_requests", True)
             )
+            listing.cursor = content.next.dump()  # stored only if the listing is complete
             _report_unmapped(access.emails, listing)
         return listing
 
