@@ -159,3 +159,6 @@ class SourceState(Protocol):
 
     def cursor(self) -> str:
         """The change-feed position the last complete sync stored ("" on a first or full sync)."""
+
+    def groups(self, prefix: str) -> set[str]:
+        """The names of the tenant's groups starting with `prefix` (what earlier syncs wrote)."""

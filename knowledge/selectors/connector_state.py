@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from knowledge.models import Connector, Document
+from knowledge.models import Connector, Document, Principal
 
 
 class StoredSourceState:
@@ -13,6 +13,7 @@ class StoredSourceState:
 
     def __init__(self, connector: Connector, *, full: bool = False) -> None:
         self.connector_id = connector.pk
+        self.tenant_id = connector.tenant_id
         self.full = full
         self._metadata: dict[str, Mapping[str, Any]] | None = None
 
@@ -35,6 +36,12 @@ class StoredSourceState:
             return ""
         stored = Connector.objects.filter(pk=self.connector_id).values_list("source_cursor", flat=True)
         return stored.first() or ""  # read now: the caller's instance may predate the last sync
+
+    def groups(self, prefix: str) -> set[str]:
+        found = Principal.objects.filter(
+            tenant_id=self.tenant_id, kind=Principal.Kind.GROUP, external_id__startswith=prefix
+        ).values_list("external_id", flat=True)
+        return set(found)
 
 
 def stored_source_state(*, connector: Connector, full: bool = False) -> StoredSourceState:

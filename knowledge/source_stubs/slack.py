@@ -29,6 +29,8 @@ class SlackWorld:
     channels: dict[str, Channel] = field(default_factory=dict)
     page_size: int = 2
     token: str = TOKEN
+    usergroups: dict[str, tuple[str, list[str]]] = field(default_factory=dict)  # id -> (handle, user ids)
+    usergroups_scope: bool = True  # False: the token lacks usergroups:read
 
     def stub(self) -> StubServer:
         return StubServer(answer=self.answer)
@@ -83,6 +85,16 @@ class SlackWorld:
     def m_auth_test(self, query: dict[str, str]) -> Reply:
         body = {"ok": True, "url": "https://acme.slack.example/", "team": "Acme", "team_id": self.team_id}
         return Reply(body={**body, "user": "kb-bot", "user_id": "UBOT", "bot_id": "B1"})
+
+    def m_usergroups_list(self, query: dict[str, str]) -> Reply:
+        if not self.usergroups_scope:
+            return Reply(body={"ok": False, "error": "missing_scope", "needed": "usergroups:read"})
+        groups = [
+            {"id": gid, "team_id": self.team_id, "handle": handle, "name": handle.title(), "date_delete": 0}
+            | ({"users": users} if query.get("include_users") in {"true", "True", "1"} else {})
+            for gid, (handle, users) in self.usergroups.items()
+        ]
+        return Reply(body={"ok": True, "usergroups": groups})
 
     def m_users_list(self, query: dict[str, str]) -> Reply:
         return self.paged("members", list(self.users.values()), query)

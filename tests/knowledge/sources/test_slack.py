@@ -11,6 +11,7 @@ import pytest
 
 from knowledge.models import Connector, Principal
 from knowledge.services.connector_sync import connector_sync
+from knowledge.services.documents import document_set_acl
 from knowledge.services.permission_sync import connector_permissions_sync
 from knowledge.source_stubs.server import StubServer, serving
 from knowledge.source_stubs.slack import TOKEN, Channel, SlackWorld
@@ -107,6 +108,58 @@ def test_a_membership_change_reaches_search_through_the_permission_sync(
     assert server.calls("/conversations.history") == [] and server.calls("/conversations.replies") == []
     assert visible(connector, "carol@example.com") == set()
     assert visible(connector, "dave@example.com") == {f"day:C2:{TODAY}"}
+
+
+def members(name: str) -> set[str]:
+    group = Principal.objects.get(kind="group", external_id=name)
+    return set(group.members.values_list("external_id", flat=True))
+
+
+def test_user_groups_are_synced_and_an_admin_acl_naming_one_follows_them(
+    slack: tuple[SlackWorld, StubServer],
+) -> None:
+    source, server = slack
+    source.usergroups = {"S1": ("oncall", ["U2", "U4"]), "S2": ("leads", ["U1"])}
+    connector = connector_for(server, user_groups=True)
+    assert connector_sync(connector=connector).errors == ()
+    oncall = "slack:T0ACME/usergroup/S1"
+    assert members(oncall) == {"bob@example.com", "dave@example.com"}
+    assert members("slack:T0ACME/usergroup/S2") == {"alice@example.com"}
+    thread = thread_id(source)
+    document_set_acl(
+        document=connector.documents.get(external_id=thread),
+        is_public=False,
+        principals=[Principal.objects.get(kind="group", external_id=oncall)],
+    )
+    assert thread in visible(connector, "dave@example.com")
+    source.usergroups["S1"] = ("oncall", ["U2"])  # dave leaves the on-call group
+    del source.usergroups["S2"]  # a deleted group is emptied
+    assert connector_permissions_sync(connector=connector).errors == ()
+    assert thread not in visible(connector, "dave@example.com")
+    assert thread in visible(connector, "bob@example.com")
+    assert members("slack:T0ACME/usergroup/S2") == set()
+
+
+def test_user_groups_that_cannot_be_read_are_emptied_with_an_error(
+    slack: tuple[SlackWorld, StubServer],
+) -> None:
+    source, server = slack
+    source.usergroups = {"S1": ("oncall", ["U2", "U4"])}
+    connector = connector_for(server, user_groups=True)
+    connector_sync(connector=connector)
+    source.usergroups_scope = False
+    outcome = connector_permissions_sync(connector=connector)
+    assert any("usergroups:read" in e for e in outcome.errors), outcome.errors
+    assert members("slack:T0ACME/usergroup/S1") == set()
+    assert visible(connector, "bob@example.com") == {f"day:C1:{TODAY}", thread_id(source)}  # as before
+
+
+def test_user_groups_are_not_read_unless_asked_for(slack: tuple[SlackWorld, StubServer]) -> None:
+    source, server = slack
+    source.usergroups = {"S1": ("oncall", ["U2"])}
+    connector_sync(connector=connector_for(server))
+    assert server.calls("/usergroups.list") == []
+    assert not Principal.objects.filter(external_id__contains="/usergroup/").exists()
 
 
 def test_a_thread_is_read_again_only_when_it_has_a_new_reply(slack: tuple[SlackWorld, StubServer]) -> None:
@@ -210,3 +263,4 @@ def test_config_is_validated() -> None:
     assert "public_channels" in kind.validate_config({"public_channels": "everyone"})["config"]
     assert "days" in kind.validate_config({"days": 0})["config"]
     assert "unknown keys" in kind.validate_config({"token": "xoxb"})["config"]
+    assert "user_groups" in kind.validate_config({"user_groups": "yes"})["config"]

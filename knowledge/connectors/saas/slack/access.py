@@ -1,6 +1,7 @@
 """Who may read a Slack channel: its members, synced as the group `slack:<team>/channel/<id>`
 (or, for public channels under `public_channels: "workspace"`, every workspace member, the group
-`slack:<team>/workspace`). Members are mapped to users by their profile e-mail."""
+`slack:<team>/workspace`), and the workspace's user groups when asked for. Members are mapped to
+users by their profile e-mail."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 from knowledge import names
 from knowledge.connectors.saas.client import ApiError
 from knowledge.connectors.saas.slack.api import SlackApi
-from knowledge.connectors.types import Listing, SourceAcl, SourceError, SourceGroup
+from knowledge.connectors.types import Listing, SourceAcl, SourceError, SourceGroup, SourceState
 
 
 class WorkspaceAccess:
@@ -32,6 +33,30 @@ class WorkspaceAccess:
                 self.ignored.add(str(user["id"]))
             elif isinstance(email, str) and "@" in email:
                 self.emails[str(user["id"])] = names.user_id(email)
+
+    def user_groups(self, listing: Listing, state: SourceState | None) -> None:
+        """The workspace's user groups as groups `slack:<team>/usergroup/<id>`: no channel's ACL
+        names them, but an admin's ACL may. One that is disabled or gone is emptied; when they cannot
+        be read, every one stored is emptied (fail closed), with an error on the run."""
+        prefix = self.group("usergroup", "")
+        stored = state.groups(prefix) if state is not None else set()
+        try:
+            found = self.api.call("usergroups.list", include_users=True, include_disabled=False)["usergroups"]
+            current = {
+                self.group("usergroup", str(g["id"])): [str(u) for u in g.get("users") or []]
+                for g in found
+                if not g.get("date_delete")
+            }
+        except (ApiError, KeyError, TypeError) as exc:
+            hint = " (does the token have usergroups:read?)" if "scope" in str(exc) else ""
+            listing.errors.append(
+                SourceError(f"user groups could not be read ({exc}){hint}: their members are removed")
+            )
+            current = {}
+        for name, members in sorted(current.items()):
+            mapped = sorted({self.emails[m] for m in members if m in self.emails})
+            listing.groups.append(SourceGroup(name=name, members=tuple(mapped)))
+        listing.groups.extend(SourceGroup(name=name) for name in sorted(stored - set(current)))
 
     def workspace_group(self, listing: Listing) -> str:
         name = self.group("workspace")

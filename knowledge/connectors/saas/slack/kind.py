@@ -27,6 +27,7 @@ CHECKS = {
     "days": check_positive,
     "public_channels": lambda v: None if v in POLICIES else f"must be one of {list(POLICIES)}",
     "max_pages": check_positive,
+    "user_groups": lambda v: None if isinstance(v, bool) else "must be true or false",
 }
 
 
@@ -36,7 +37,7 @@ class SlackKind(ConnectorKind):
     config_keys = frozenset(CHECKS)
     credential_label = (
         "Bot token (xoxb-) with channels:history, groups:history, channels:read, groups:read,"
-        " users:read and users:read.email"
+        " users:read and users:read.email (and usergroups:read for user_groups)"
     )
     syncs_permissions = True
 
@@ -104,6 +105,8 @@ def _open(
         return None
     if str(config.get("public_channels", "members")) == "workspace":
         access.workspace_group(listing)
+    if config.get("user_groups"):
+        access.user_groups(listing, state)
     return access, channels, str(auth.get("url") or "")
 
 
