@@ -126,7 +126,7 @@ KINDS = (
     HostedKind(
         "github",
         _github,
-        lambda url: {"repository": "acme/ops", "api_url": url},
+        lambda url: {"repository": "acme/ops", "api_url": url, "web_url": url},
         lambda url: github.TOKEN,
         _github_grant,
     ),

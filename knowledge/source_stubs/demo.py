@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from knowledge.source_stubs import confluence, drive, github, slack
+from knowledge.source_stubs.git_http import GitRepository
 from knowledge.source_stubs.server import StubServer
 
 ERIN, ELI, HANA = "erin@example.com", "eli@example.com", "hana@example.com"
@@ -81,7 +82,10 @@ def drive_world() -> drive.DriveWorld:
 
 
 def github_world() -> github.GithubWorld:
+    wiki = GitRepository("acme/platform.wiki.git")
+    wiki.publish({"Deploy-Rota.md": "# Deploy rota\nThe deploy rota changes every Monday; Eli is on it."})
     return github.GithubWorld(
+        wiki=wiki,
         repo="platform",
         files={
             "README.md": "# Platform\nDeploys go out from the main branch through the release pipeline.",
@@ -140,7 +144,7 @@ SOURCES = (
         "platform-repo",
         "github",
         lambda: github_world().stub(),
-        lambda url: {"repository": "acme/platform", "api_url": url},
+        lambda url: {"repository": "acme/platform", "api_url": url, "web_url": url},
         lambda url: github.TOKEN,
     ),
     DemoSource(

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from knowledge.source_stubs.git_http import GitRepository
 from knowledge.source_stubs.server import Reply, Request, StubServer
 
 TOKEN = "ghp_stubtoken0123456789"
@@ -41,6 +42,7 @@ class GithubWorld:
     page_size: int = 2
     token: str = TOKEN
     truncated: bool = False
+    wiki: GitRepository | None = None  # the repository's wiki, served by git http-backend
 
     def stub(self) -> StubServer:
         server = StubServer(answer=lambda request: self.answer(request, server))
@@ -48,6 +50,8 @@ class GithubWorld:
 
     # --- dispatch -------------------------------------------------------------------------------------
     def answer(self, request: Request, server: StubServer) -> Reply:
+        if request.path.startswith(f"/{self.owner}/{self.repo}.wiki.git/"):
+            return self.wiki_answer(request)
         if request.headers.get("authorization") != f"Bearer {self.token}":
             return Reply(
                 401, {"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"}
@@ -99,6 +103,15 @@ class GithubWorld:
             last = (len(items) + size - 1) // size
             headers["Link"] = f'<{link(page + 1)}>; rel="next", <{link(last)}>; rel="last"'
         return Reply(body=items[start : start + size], headers=headers)
+
+    def wiki_answer(self, request: Request) -> Reply:
+        """The wiki's git smart HTTP, with the token as `x-access-token` basic auth, as GitHub takes it."""
+        expected = "Basic " + base64.b64encode(f"x-access-token:{self.token}".encode()).decode()
+        if request.headers.get("authorization") != expected:
+            return Reply(401, raw=b"Unauthorized", headers={"WWW-Authenticate": 'Basic realm="GitHub"'})
+        if self.wiki is None:
+            return Reply(404, raw=b"Repository not found.", headers={"Content-Type": "text/plain"})
+        return self.wiki.answer(request)
 
     # --- resources ------------------------------------------------------------------------------------
     def repository(self, server: StubServer) -> dict[str, Any]:

@@ -19,6 +19,7 @@ class Request:
     path: str
     query: dict[str, str]
     headers: dict[str, str]
+    body: bytes = b""  # a POST body that is not a form (git's pack negotiation)
 
 
 @dataclass
@@ -89,14 +90,19 @@ def serving(stub: StubServer) -> Iterator[StubServer]:
         def _handle(self, method: str) -> None:
             parts = urlsplit(self.path)
             query = dict(parse_qsl(parts.query))
-            if method == "POST":
-                length = int(self.headers.get("content-length") or 0)
-                query.update(parse_qsl(self.rfile.read(length).decode()))
             headers = {k.lower(): v for k, v in self.headers.items()}
-            reply = stub.respond(Request(method, parts.path, query, headers))
+            body = b""
+            if method == "POST":
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                if headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
+                    query.update(parse_qsl(body.decode()))
+                    body = b""
+            reply = stub.respond(Request(method, parts.path, query, headers, body))
             data = reply.raw if reply.raw is not None else json.dumps(reply.body).encode()
             self.send_response(reply.status)
-            self.send_header("Content-Type", "application/json; charset=utf-8")
+            replied = {name.lower() for name in reply.headers}
+            if "content-type" not in replied:
+                self.send_header("Content-Type", "application/json; charset=utf-8")
             self.send_header("Content-Length", str(len(data)))
             for name, value in reply.headers.items():
                 self.send_header(name, value)

@@ -11,6 +11,7 @@ import pytest
 from knowledge.models import Connector, Principal
 from knowledge.services.connector_sync import connector_sync
 from knowledge.services.permission_sync import connector_permissions_sync
+from knowledge.source_stubs.git_http import GitRepository
 from knowledge.source_stubs.github import TOKEN, GithubWorld, Issue
 from knowledge.source_stubs.server import StubServer, serving
 from tests.knowledge.sources.helpers import live, source_connector, visible
@@ -50,7 +51,8 @@ def github() -> Iterator[tuple[GithubWorld, StubServer]]:
 
 
 def connector_for(server: StubServer, **config: object) -> Connector:
-    return source_connector("github", {"repository": "acme/handbook", "api_url": server.url, **config}, TOKEN)
+    settings = {"repository": "acme/handbook", "api_url": server.url, "web_url": server.url, **config}
+    return source_connector("github", settings, TOKEN)
 
 
 ALL = {"file:README.md", "file:docs/leave.md", "issue:1", "pull:2", "issue:3"}
@@ -180,6 +182,54 @@ def test_changed_settings_a_full_resync_or_a_failed_file_list_everything_again(
     connector_sync(connector=connector)
     assert conditional()[0] is False
     assert "Changed handbook text" in connector.documents.get(external_id="file:docs/leave.md").content
+
+
+WIKI = {"Home.md": "# Home\nThe handbook wiki's home.", "Onboarding-Guide.md": "Onboarding: the handbook."}
+
+
+def test_wiki_pages_are_cloned_with_git_and_follow_the_repository_acl(
+    github: tuple[GithubWorld, StubServer],
+) -> None:
+    source, server = github
+    source.wiki = GitRepository("acme/handbook.wiki.git")
+    source.wiki.publish({**WIKI, "notes.txt": "the handbook, not Markdown"}, {"Leak.md": "/etc/passwd"})
+    connector = connector_for(server)
+    assert connector_sync(connector=connector).errors == ()
+    pages = {"wiki:Home.md", "wiki:Onboarding-Guide.md"}  # no symlink is followed, no other extension read
+    assert live(connector) == ALL | pages
+    assert connector.documents.get(external_id="wiki:Onboarding-Guide.md").title == "Onboarding Guide"
+    assert visible(connector, "alice@example.com") == ALL | pages
+    assert visible(connector, "dave@example.com") == set()
+    clones = server.calls("/acme/handbook.wiki.git")
+    assert clones and all(r.headers["authorization"].startswith("Basic ") for r in clones)
+    source.wiki.publish({"Home.md": "# Home\nThe handbook wiki, rewritten."})
+    connector_sync(connector=connector)
+    assert live(connector) == ALL | {"wiki:Home.md"}
+    assert "rewritten" in connector.documents.get(external_id="wiki:Home.md").content
+
+
+def test_an_unreadable_wiki_keeps_its_pages_and_a_missing_one_prunes_them(
+    github: tuple[GithubWorld, StubServer],
+) -> None:
+    source, server = github
+    source.wiki = GitRepository("acme/handbook.wiki.git")
+    source.wiki.publish(WIKI)
+    connector = connector_for(server)
+    connector_sync(connector=connector)
+    server.fail("/acme/handbook.wiki.git", 500, times=50)
+    outcome = connector_sync(connector=connector)
+    assert any("the wiki could not be read" in e for e in outcome.errors), outcome.errors
+    assert {"wiki:Home.md", "wiki:Onboarding-Guide.md"} <= live(connector)
+    server.faults.clear()
+    source.wiki = None  # the wiki was turned off: GitHub answers 404
+    assert connector_sync(connector=connector).errors == ()
+    assert live(connector) == ALL
+    source.wiki = GitRepository("acme/handbook.wiki.git")
+    source.wiki.publish(WIKI)
+    server.requests.clear()
+    quiet = connector_for(server, wiki=False)
+    assert connector_sync(connector=quiet).errors == ()
+    assert server.calls("/acme/handbook.wiki.git") == [] and live(quiet) == ALL
 
 
 def test_removed_files_and_issues_are_pruned(github: tuple[GithubWorld, StubServer]) -> None:

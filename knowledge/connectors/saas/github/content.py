@@ -12,6 +12,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 from knowledge.connectors.saas.client import ApiClient, ApiError, PagingCapped, link_pages, rel_link
 from knowledge.connectors.saas.github.cursor import GithubCursor, settings_fingerprint
+from knowledge.connectors.saas.github.wiki import Wiki, WikiFile, WikiUnreadable
 from knowledge.connectors.types import Listing, SourceAcl, SourceDocument, SourceState
 
 PRIVATE = SourceAcl()
@@ -89,6 +90,40 @@ class RepositoryContent:
         self._add(
             listing, external_id, text, _title(text, path), url, {"kind": "file", "path": path, "sha": sha}
         )
+
+    def wiki(self, listing: Listing, web_url: str, token: str) -> None:
+        """The wiki's pages (of the chosen extensions) as `wiki:<path>` documents, under the
+        repository's ACL. No wiki: nothing (stored pages are pruned). Unreadable: the listing is
+        incomplete and stored pages are kept."""
+        if not self.repository.get("has_wiki"):
+            return
+        try:
+            with Wiki(web_url, str(self.repository["full_name"]), token) as wiki:
+                if wiki.clone():
+                    for file in wiki.files():
+                        if self._wanted(file.path):
+                            self._wiki_page(wiki, file, listing)
+        except WikiUnreadable as exc:
+            listing.fail_listing(f"the wiki could not be read ({exc}): its pages are kept as they were")
+            for external_id in self._stored("wiki:") - listing.seen:
+                self._keep(external_id, listing)
+
+    def _wiki_page(self, wiki: Wiki, file: WikiFile, listing: Listing) -> None:
+        external_id = f"wiki:{file.path}"
+        if file.size > self.max_bytes:
+            listing.fail_item(external_id, f"larger than the {self.max_bytes}-byte limit")
+            return
+        if self._unchanged(external_id, "sha", file.sha):
+            self._keep(external_id, listing)
+            return
+        text = wiki.read(file.sha)
+        if not text.strip():
+            listing.skip_item(external_id, "empty page")
+            return
+        name = file.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        url = f"{self.repository.get('html_url', '')}/wiki/{quote(name)}"
+        meta = {"kind": "wiki", "path": file.path, "sha": file.sha}
+        self._add(listing, external_id, text, name.replace("-", " "), url, meta)
 
     def threads(self, listing: Listing, *, issues: bool, pulls: bool) -> None:
         """Issues and pull requests (the issues endpoint lists both), newest update first."""

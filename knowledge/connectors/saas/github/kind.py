@@ -21,6 +21,7 @@ from knowledge.connectors.saas.github.content import RepositoryContent
 from knowledge.connectors.types import Listing, SourceError, SourceState
 
 DEFAULT_API_URL = "https://api.github.com"
+DEFAULT_WEB_URL = "https://github.com"  # where the wiki (a git repository) is cloned from
 REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
 
@@ -39,6 +40,8 @@ CHECKS = {
     "emails": check_emails,
     "max_file_bytes": check_positive,
     "max_pages": check_positive,
+    "wiki": check_bool,
+    "web_url": check_url,
 }
 
 
@@ -76,6 +79,8 @@ class GithubKind(ConnectorKind):
             content.threads(
                 listing, issues=config.get("issues", True), pulls=config.get("pull_requests", True)
             )
+            if config.get("wiki", True):
+                content.wiki(listing, str(config.get("web_url") or DEFAULT_WEB_URL), credential)
             listing.cursor = content.next.dump()  # stored only if the listing is complete
             _report_unmapped(access.emails, listing)
         return listing
