@@ -221,6 +221,16 @@ def test_an_unreadable_wiki_keeps_its_pages_and_a_missing_one_prunes_them(
     assert any("the wiki could not be read" in e for e in outcome.errors), outcome.errors
     assert {"wiki:Home.md", "wiki:Onboarding-Guide.md"} <= live(connector)
     server.faults.clear()
+    other = GitRepository("acme/handbook.wiki.git")
+    other.publish({"Planted.md": "A page from another server."})
+    with serving(StubServer(answer=other.answer)) as elsewhere:
+        refs = f"{elsewhere.url}/acme/handbook.wiki.git/info/refs?service=git-upload-pack"
+        server.fail("/acme/handbook.wiki.git/info/refs", 302, headers={"Location": refs})
+        outcome = connector_sync(connector=connector)  # the redirect is not followed
+        assert elsewhere.requests == []
+    assert any("the wiki could not be read" in e for e in outcome.errors), outcome.errors
+    assert "wiki:Planted.md" not in live(connector) and "wiki:Home.md" in live(connector)
+    server.faults.clear()
     source.wiki = None  # the wiki was turned off: GitHub answers 404
     assert connector_sync(connector=connector).errors == ()
     assert live(connector) == ALL

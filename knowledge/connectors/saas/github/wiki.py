@@ -92,9 +92,14 @@ class Wiki:
         return done.stdout
 
     def _environment(self) -> dict[str, str]:
-        """No user or system config, no prompt, only the wiki's own scheme, and the token as a header."""
+        """No user or system config, no prompt, no redirect, only the wiki's own scheme, and the token
+        as a header."""
         scheme = urlsplit(self.url).scheme
-        config = {"protocol.allow": "never", f"protocol.{scheme}.allow": "always"}
+        config = {
+            "protocol.allow": "never",
+            f"protocol.{scheme}.allow": "always",
+            "http.followRedirects": "false",  # the clone never leaves the wiki's own URL
+        }
         if self.token:
             basic = base64.b64encode(f"x-access-token:{self.token}".encode()).decode()
             config["http.extraHeader"] = f"Authorization: Basic {basic}"
