@@ -177,6 +177,14 @@ def _baseline(connector: Any, hosted: HostedKind, server: StubServer) -> tuple[i
     return stats.documents, seconds
 
 
+def _wait_until(condition: Callable[[], bool], failure: str, seconds: float = 30) -> None:
+    started = time.perf_counter()
+    while not condition():
+        if time.perf_counter() - started > seconds:
+            raise RuntimeError(f"{failure} after {seconds:.0f} s")
+        time.sleep(0.01)
+
+
 def _membership_latency(connector: Any, hosted: HostedKind, world: Any, reps: int) -> dict[str, Any]:
     """Seconds from a membership change at the source to the first search that follows it."""
     from knowledge.services.permission_sync import connector_permissions_sync
@@ -188,14 +196,10 @@ def _membership_latency(connector: Any, hosted: HostedKind, world: Any, reps: in
             hosted.grant(world, join)
             started = time.perf_counter()
             connector_permissions_sync(connector=connector)
-            while (_visible_to(connector, JOINER) > 0) != join:
-                if time.perf_counter() - started > 30:
-                    seen = _visible_to(connector, JOINER)
-                    raise RuntimeError(
-                        f"{hosted.kind}: search did not follow the membership change (join={join}) in 30 s:"
-                        f" the joiner sees {seen} documents"
-                    )
-                time.sleep(0.01)
+            _wait_until(
+                lambda join=join: (_visible_to(connector, JOINER) > 0) == join,
+                f"{hosted.kind}: search did not follow the membership change (join={join})",
+            )
             samples.append(time.perf_counter() - started)
     return {
         "grant_ms_median": round(statistics.median(granted) * 1000, 1),
@@ -218,6 +222,7 @@ def measure(hosted: HostedKind, documents: int, reps: int = 3) -> dict[str, Any]
             raise RuntimeError(f"{hosted.kind}: the sync failed: {full.errors[:3]}")
         written = full.stats.documents if full.stats else 0
         index_reconcile(time_budget=None)  # an external index gets the documents (no-op on postgres)
+        _wait_until(lambda: _visible_to(connector, OWNER) > 0, f"{hosted.kind}: the owner sees nothing")
         _, resync_s = _timed(lambda: connector_sync(connector=connector))
         _, permissions_s = _timed(lambda: connector_permissions_sync(connector=connector))
         baseline_docs, baseline_s = _baseline(connector, hosted, server)
