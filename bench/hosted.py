@@ -5,6 +5,7 @@ source to a search that follows it (granted and revoked), on the configured back
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 from collections.abc import Callable
@@ -177,6 +178,10 @@ def _baseline(connector: Any, hosted: HostedKind, server: StubServer) -> tuple[i
     return stats.documents, seconds
 
 
+def _joiner_sees(connector: Any, expected: bool) -> bool:
+    return (_visible_to(connector, JOINER) > 0) == expected
+
+
 def _wait_until(condition: Callable[[], bool], failure: str, seconds: float = 30) -> None:
     started = time.perf_counter()
     while not condition():
@@ -197,7 +202,7 @@ def _membership_latency(connector: Any, hosted: HostedKind, world: Any, reps: in
             started = time.perf_counter()
             connector_permissions_sync(connector=connector)
             _wait_until(
-                lambda join=join: (_visible_to(connector, JOINER) > 0) == join,
+                functools.partial(_joiner_sees, connector, join),
                 f"{hosted.kind}: search did not follow the membership change (join={join})",
             )
             samples.append(time.perf_counter() - started)
