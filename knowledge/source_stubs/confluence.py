@@ -26,6 +26,7 @@ class Page:
     restricted_users: list[str] = field(default_factory=list)  # account ids
     restricted_groups: list[str] = field(default_factory=list)  # group ids
     attachments: dict[str, tuple[str, str, bytes]] = field(default_factory=dict)  # id -> (title, type, data)
+    blogpost: bool = False  # a blog post of the space (no parent), listed apart from its pages
 
 
 @dataclass
@@ -50,6 +51,15 @@ class ConfluenceWorld:
             (r"^/wiki/api/v2/spaces/(\w+)/permissions$", lambda m: self.v2(request, self.permissions(m[1]))),
             (r"^/wiki/api/v2/spaces/(\w+)/pages$", lambda m: self.v2(request, self.page_items(m[1]))),
             (r"^/wiki/api/v2/pages/(\w+)$", lambda m: self.page(m[1])),
+            (
+                r"^/wiki/api/v2/spaces/(\w+)/blogposts$",
+                lambda m: self.v2(request, self.page_items(m[1], True)),
+            ),
+            (r"^/wiki/api/v2/blogposts/(\w+)$", lambda m: self.page(m[1], True)),
+            (
+                r"^/wiki/api/v2/blogposts/(\w+)/attachments$",
+                lambda m: self.v2(request, self.attachment_items(m[1])),
+            ),
             (
                 r"^/wiki/api/v2/pages/(\w+)/attachments$",
                 lambda m: self.v2(request, self.attachment_items(m[1])),
@@ -108,8 +118,12 @@ class ConfluenceWorld:
         )
         return found
 
-    def page_items(self, space_id: str) -> list[dict[str, Any]]:
-        return [self.summary(pid, p) for pid, p in self.pages.items() if p.space == space_id]
+    def page_items(self, space_id: str, blogposts: bool = False) -> list[dict[str, Any]]:
+        return [
+            self.summary(pid, p)
+            for pid, p in self.pages.items()
+            if p.space == space_id and p.blogpost == blogposts
+        ]
 
     def summary(self, page_id: str, page: Page) -> dict[str, Any]:
         return {
@@ -120,11 +134,13 @@ class ConfluenceWorld:
             "parentId": page.parent,
             "parentType": page.parent_type if page.parent else None,
             "version": {"number": page.version, "createdAt": "2026-11-01T10:00:00.000Z"},
-            "_links": {"webui": f"/spaces/{self.spaces[page.space]}/pages/{page_id}"},
+            "_links": {
+                "webui": f"/spaces/{self.spaces[page.space]}/{'blog' if page.blogpost else 'pages'}/{page_id}"
+            },
         }
 
-    def page(self, page_id: str) -> Reply:
-        if page_id not in self.pages:
+    def page(self, page_id: str, blogpost: bool = False) -> Reply:
+        if page_id not in self.pages or self.pages[page_id].blogpost != blogpost:
             return Reply(404, {"message": "not found"})
         page = self.pages[page_id]
         body = {

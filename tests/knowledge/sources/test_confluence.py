@@ -94,6 +94,35 @@ def test_space_readers_and_page_restrictions_become_acls(
     assert "handbook guide for new engineers" in attachment.content
 
 
+def test_blog_posts_follow_the_space_and_their_own_restrictions(
+    confluence: tuple[ConfluenceWorld, StubServer],
+) -> None:
+    source, server = confluence
+    source.pages["30"] = Page(
+        "Handbook news", "<p>The handbook blog: a new chapter.</p>", "S1", blogpost=True
+    )
+    source.pages["31"] = Page(
+        "Handbook salaries post", "<p>Handbook bands post.</p>", "S1", blogpost=True, restricted_users=["a1"]
+    )
+    connector = connector_for(server)
+    connector_sync(connector=connector)
+    posts = {"blogpost:30", "blogpost:31"}
+    assert posts <= live(connector)
+    assert visible(connector, BOB) & posts == {"blogpost:30"}
+    assert visible(connector, ALICE) & posts == posts
+    assert visible(connector, DAVE) & posts == set()  # not a reader of the space
+    source.pages["31"].restricted_users = ["a2"]
+    assert not [e for e in connector_permissions_sync(connector=connector).errors if "blogpost" in e]
+    assert visible(connector, ALICE) & posts == {"blogpost:30"} and "blogpost:31" in visible(connector, BOB)
+    del source.pages["30"]
+    connector_sync(connector=connector)
+    assert "blogpost:30" not in live(connector)
+    server.requests.clear()
+    quiet = connector_for(server, blogposts=False)
+    connector_sync(connector=quiet)
+    assert not [r for r in server.requests if "blogpost" in r.path] and not posts & live(quiet)
+
+
 def test_a_second_sync_fetches_only_changed_pages(confluence: tuple[ConfluenceWorld, StubServer]) -> None:
     source, server = confluence
     connector = connector_for(server)

@@ -1,9 +1,10 @@
-"""A Confluence space's documents: its current pages (storage-format XHTML extracted as HTML) and
-their attachments (through the extraction sandbox). A page or attachment whose version is the
+"""A Confluence space's documents: its current pages and blog posts (storage-format XHTML extracted
+as HTML) and their attachments (through the extraction sandbox). A page or attachment whose version is the
 stored one is kept, not fetched again; its ACL is still re-read."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -28,11 +29,13 @@ class SpaceContent:
         site_url: str,
         attachments: bool,
         max_bytes: int,
+        blogposts: bool = True,
     ) -> None:
         self.api, self.access, self.sandbox, self.state = api, access, sandbox, state
         self.site_url = site_url.rstrip("/")
         self.attachments = attachments
         self.max_bytes = max_bytes
+        self.blogposts = blogposts
 
     def space(self, space: dict[str, Any], listing: Listing) -> None:
         space_id = str(space["id"])
@@ -48,15 +51,20 @@ class SpaceContent:
             for p in self.api.items(f"api/v2/spaces/{space_id}/pages", limit=250, status="current")
         }
         for page_id, page in pages.items():
-            acl = self._acl(readers, _chain(page_id, pages), page_id, listing)
-            self._page(page, acl, listing)
-            if self.attachments:
-                self._attachments(page, acl, listing)
+            acl = self._acl(readers, _chain(page_id, pages), f"page:{page_id}", listing)
+            self._content(page, acl, listing)
+        for post in blogposts(self.api, space_id) if self.blogposts else ():
+            acl = self._acl(readers, [str(post["id"])], f"blogpost:{post['id']}", listing)
+            self._content(post, acl, listing, "blogpost")
+
+    def _content(self, item: dict[str, Any], acl: SourceAcl, listing: Listing, kind: str = "page") -> None:
+        self._page(item, acl, listing, kind)
+        if self.attachments:
+            self._attachments(item, acl, listing, kind)
 
     def _acl(
-        self, readers: Principals | None, chain: list[str] | None, page_id: str, listing: Listing
+        self, readers: Principals | None, chain: list[str] | None, external_id: str, listing: Listing
     ) -> SourceAcl:
-        external_id = f"page:{page_id}"
         try:
             if readers is None:
                 raise Unknowable("the space's permissions are unknown")
@@ -69,14 +77,14 @@ class SpaceContent:
             listing.make_private(external_id, str(exc))
             return PRIVATE
 
-    def _page(self, page: dict[str, Any], acl: SourceAcl, listing: Listing) -> None:
+    def _page(self, page: dict[str, Any], acl: SourceAcl, listing: Listing, kind: str) -> None:
         page_id, version = str(page["id"]), _version(page)
-        external_id = f"page:{page_id}"
+        external_id = f"{kind}:{page_id}"
         if self._unchanged(external_id, version):
             listing.keep_with_acl(external_id, acl)
             return
         try:
-            full = self.api.get(f"api/v2/pages/{page_id}", **{"body-format": "storage"})
+            full = self.api.get(f"api/v2/{kind}s/{page_id}", **{"body-format": "storage"})
             storage = str(((full.get("body") or {}).get("storage") or {}).get("value") or "")
             extracted = self.sandbox.extract_bytes(storage.encode(), "html", "utf-8")
         except (ApiError, ExtractionError, TypeError) as exc:
@@ -86,13 +94,13 @@ class SpaceContent:
         title = str(page.get("title") or extracted.title or page_id)
         text = extracted.text if extracted.text.strip() else title
         url = self.site_url + "/wiki" + str((full.get("_links") or {}).get("webui") or "")
-        meta = {"kind": "page", "version": version, "space_id": str(page.get("spaceId", ""))}
+        meta = {"kind": kind, "version": version, "space_id": str(page.get("spaceId", ""))}
         self._add(listing, external_id, f"# {title}\n\n{text}", title, url, meta, acl)
 
-    def _attachments(self, page: dict[str, Any], acl: SourceAcl, listing: Listing) -> None:
+    def _attachments(self, page: dict[str, Any], acl: SourceAcl, listing: Listing, kind: str) -> None:
         page_id = str(page["id"])
         try:
-            found = list(self.api.items(f"api/v2/pages/{page_id}/attachments", limit=250))
+            found = list(self.api.items(f"api/v2/{kind}s/{page_id}/attachments", limit=250))
         except (ApiError, KeyError, TypeError) as exc:
             listing.fail_listing(
                 f"attachments of page {page_id} could not be listed ({exc}): nothing is pruned"
@@ -157,6 +165,11 @@ class SpaceContent:
                 acl=acl,
             )
         )
+
+
+def blogposts(api: ConfluenceApi, space_id: str) -> Iterator[dict[str, Any]]:
+    """The space's current blog posts (no parents: their own restrictions and the space's apply)."""
+    return api.items(f"api/v2/spaces/{space_id}/blogposts", limit=250, status="current")
 
 
 def _chain(page_id: str, pages: dict[str, dict[str, Any]]) -> list[str] | None:

@@ -20,7 +20,7 @@ from knowledge.connectors.saas.common import (
 )
 from knowledge.connectors.saas.confluence.access import Principals, SiteAccess, Unknowable
 from knowledge.connectors.saas.confluence.api import ConfluenceApi
-from knowledge.connectors.saas.confluence.content import SpaceContent, _chain
+from knowledge.connectors.saas.confluence.content import SpaceContent, _chain, blogposts
 from knowledge.connectors.types import Listing, SourceAcl, SourceError, SourceState
 
 DEFAULT_MAX_ATTACHMENT_BYTES = 20_000_000
@@ -35,6 +35,7 @@ def _spaces(value: object) -> str | None:
 CHECKS = {
     "spaces": _spaces,
     "attachments": check_bool,
+    "blogposts": check_bool,
     "max_attachment_bytes": check_positive,
     "emails": check_emails,
     "max_pages": check_positive,
@@ -66,6 +67,7 @@ class ConfluenceKind(ConnectorKind):
                 state,
                 site_url=str(config["site_url"]),
                 attachments=bool(config.get("attachments", True)),
+                blogposts=bool(config.get("blogposts", True)),
                 max_bytes=int(config.get("max_attachment_bytes", DEFAULT_MAX_ATTACHMENT_BYTES)),
             )
             try:
@@ -134,7 +136,7 @@ def _page_acls(
     acls: dict[str, SourceAcl] = {}
     for space in _wanted_spaces(api, config):
         try:
-            acls.update(_space_acls(api, access, space, listing))
+            acls.update(_space_acls(api, access, space, listing, bool(config.get("blogposts", True))))
         except (ApiError, KeyError, TypeError) as exc:  # its pages are left out: they become private
             listing.errors.append(
                 SourceError(f"space {space.get('key')}: its pages could not be listed ({exc})")
@@ -143,7 +145,7 @@ def _page_acls(
 
 
 def _space_acls(
-    api: ConfluenceApi, access: SiteAccess, space: dict[str, Any], listing: Listing
+    api: ConfluenceApi, access: SiteAccess, space: dict[str, Any], listing: Listing, with_posts: bool
 ) -> dict[str, SourceAcl]:
     acls: dict[str, SourceAcl] = {}
     try:
@@ -156,21 +158,24 @@ def _space_acls(
     pages = {
         str(p["id"]): p for p in api.items(f"api/v2/spaces/{space['id']}/pages", limit=250, status="current")
     }
-    for page_id in pages:
-        chain = _chain(page_id, pages)
+    chains = [(f"page:{page_id}", _chain(page_id, pages)) for page_id in pages]
+    if with_posts:
+        chains += [(f"blogpost:{p['id']}", [str(p["id"])]) for p in blogposts(api, str(space["id"]))]
+    for external_id, chain in chains:
+        content_id = external_id.partition(":")[2]
         try:
             if readers is None or chain is None:
                 raise Unknowable("the space's permissions or the page's ancestors are unknown")
-            acls[page_id] = access.page_acl(readers, chain)
+            acls[content_id] = access.page_acl(readers, chain)
         except Unknowable as exc:
-            listing.make_private(f"page:{page_id}", str(exc))
-            acls[page_id] = SourceAcl()
+            listing.make_private(external_id, str(exc))
+            acls[content_id] = SourceAcl()
     return acls
 
 
 def _page_of(external_id: str, state: SourceState) -> str:
     kind, _, identifier = external_id.partition(":")
-    if kind == "page":
+    if kind in {"page", "blogpost"}:
         return identifier
     return str((state.metadata(external_id) or {}).get("page_id", ""))
 
