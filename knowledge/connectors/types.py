@@ -155,7 +155,8 @@ class SourceState(Protocol):
         """The stored `metadata` of the live document with this id; None when there is none."""
 
     def external_ids(self) -> set[str]:
-        """The ids of the connector's live documents."""
+        """The ids of the connector's documents that syncs follow: live ones, and those an admin
+        deleted (their source ACL is kept current)."""
 
     def cursor(self) -> str:
         """The change-feed position the last complete sync stored ("" on a first or full sync)."""

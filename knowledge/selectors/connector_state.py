@@ -5,11 +5,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from django.db.models import Q
+
 from knowledge.models import Connector, Document, Principal
 
 
+def tracked() -> Q:
+    """The documents a sync still follows at the source: live ones, and those an admin deleted (their
+    source ACL stays current, so restoring one never brings back an ACL the source has narrowed)."""
+    return Q(deleted_at__isnull=True) | Q(deletion_origin=Document.DeletionOrigin.ADMIN)
+
+
 class StoredSourceState:
-    """The stored metadata of a connector's live documents, read in one statement when first needed."""
+    """The stored metadata of the documents a connector's syncs follow (live, or deleted by an admin),
+    read in one statement when first needed."""
 
     def __init__(self, connector: Connector, *, full: bool = False) -> None:
         self.connector_id = connector.pk
@@ -19,9 +28,9 @@ class StoredSourceState:
 
     def _all(self) -> dict[str, Mapping[str, Any]]:
         if self._metadata is None:
-            rows = Document.objects.filter(
-                connector_id=self.connector_id, deleted_at__isnull=True
-            ).values_list("external_id", "metadata")
+            rows = Document.objects.filter(tracked(), connector_id=self.connector_id).values_list(
+                "external_id", "metadata"
+            )
             self._metadata = {eid: meta if isinstance(meta, dict) else {} for eid, meta in rows}
         return self._metadata
 

@@ -11,6 +11,7 @@ from dataclasses import replace
 from knowledge import names
 from knowledge.connectors.types import Listing, SourceAcl
 from knowledge.models import Connector, Document, Principal
+from knowledge.selectors.connector_state import tracked
 from knowledge.services.source_acls import documents_source_acl_set
 
 PRIVATE = SourceAcl()
@@ -37,11 +38,12 @@ def listing_fail_closed(*, connector: Connector, listing: Listing) -> None:
 
 
 def kept_acls_apply(*, connector: Connector, acls: Mapping[str, SourceAcl]) -> int:
-    """Give kept documents their source's current ACL; returns how many documents changed."""
+    """Give kept documents their source's current ACL (an admin-deleted one too, so a restore
+    brings back the source's ACL of now); returns how many documents changed."""
     if not acls:
         return 0
     rows = list(
-        connector.documents.filter(external_id__in=list(acls), deleted_at__isnull=True).values_list(
+        connector.documents.filter(tracked(), external_id__in=list(acls)).values_list(
             "pk", "external_id", "source_is_public", "acl_origin"
         )
     )

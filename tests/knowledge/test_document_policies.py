@@ -93,7 +93,11 @@ GONE: dict[str, Callable[[Site], None]] = {
         "/page.html", '<html><head><meta name="robots" content="noindex"></head><body>x</body></html>'
     ),
     "robots": lambda site: site.pages.__setitem__("/robots.txt", "User-agent: *\nDisallow: /page.html\n"),
-    "unsupported type": lambda site: site.content_types.__setitem__("/page.html", "image/png"),
+    # a new representation (so a new validator: the crawler asks with the stored ETag)
+    "unsupported type": lambda site: (
+        site.content_types.__setitem__("/page.html", "image/png"),
+        site.pages.__setitem__("/page.html", "\x89PNG image bytes"),
+    ),
 }
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from knowledge.models import Connector, Principal
 from knowledge.services.connector_sync import connector_sync
+from knowledge.services.documents import document_restore, document_soft_delete
 from knowledge.services.permission_sync import connector_permissions_sync
 from knowledge.source_stubs.drive import (
     DOC,
@@ -94,6 +95,21 @@ def connector_for(server: StubServer, **config: object) -> Connector:
         **config,
     }
     return source_connector("google_drive", settings, service_account_key(f"{server.url}/token"))
+
+
+def test_a_file_an_admin_deleted_keeps_following_its_permissions(
+    drive: tuple[DriveWorld, StubServer],
+) -> None:
+    """Restoring it must not bring back an ACL the source narrowed while it was deleted."""
+    source, server = drive
+    connector = connector_for(server)
+    connector_sync(connector=connector)
+    assert "file:doc1" in visible(connector, BOB)  # through the Eng group
+    document_soft_delete(document=connector.documents.get(external_id="file:doc1"), actor="admin")
+    source.files["doc1"].permissions = [user(ALICE, "owner")]  # the group loses it
+    assert connector_permissions_sync(connector=connector).errors == ()
+    document_restore(document=connector.documents.get(external_id="file:doc1"))
+    assert "file:doc1" not in visible(connector, BOB) and "file:doc1" in visible(connector, ALICE)
 
 
 def downloads(server: StubServer, file_id: str) -> int:
