@@ -87,17 +87,19 @@ def web_connector(site: Site) -> Connector:
     return ConnectorFactory.create(kind="web", config=config, default_is_public=True)
 
 
+def _as_image(site: Site) -> None:
+    """A new representation, so a new validator (the crawler asks with the stored ETag)."""
+    site.content_types["/page.html"] = "image/png"
+    site.pages["/page.html"] = "\x89PNG image bytes"
+
+
 GONE: dict[str, Callable[[Site], None]] = {
     "404 once": lambda site: site.statuses.__setitem__("/page.html", 404),
     "noindex": lambda site: site.pages.__setitem__(
         "/page.html", '<html><head><meta name="robots" content="noindex"></head><body>x</body></html>'
     ),
     "robots": lambda site: site.pages.__setitem__("/robots.txt", "User-agent: *\nDisallow: /page.html\n"),
-    # a new representation (so a new validator: the crawler asks with the stored ETag)
-    "unsupported type": lambda site: (
-        site.content_types.__setitem__("/page.html", "image/png"),
-        site.pages.__setitem__("/page.html", "\x89PNG image bytes"),
-    ),
+    "unsupported type": _as_image,
 }
 
 
