@@ -15,7 +15,6 @@ import argparse
 import json
 import math
 import os
-import random
 import subprocess
 import sys
 import time
@@ -23,27 +22,24 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tqdm import tqdm
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runnable as a script from anywhere
+from bench import scale_corpus as corpus  # noqa: E402
 from bench.common import setup_django, summary  # noqa: E402
 from bench.search_latency import (  # noqa: E402
-    CHUNKS_PER_DOC,
-    DIM,
     LIMIT,
-    MODEL,
-    VISIBILITY,
-    Synthesiser,
-    copy_documents,
     drop_secondary_indexes,
-    exact_ids,
-    insert_staged_chunks,
     mean_recall,
-    query_words,
     run_interleaved,
     scope_for,
+    sql_ids,
+    vector_text,
 )
 
 SERVING_URL = os.environ.get("DATABASE_URL", "")  # this checkout's, before setup_django points it here
 CLASSES = (("100k+", 100_000), ("10k-100k", 10_000), ("1k-10k", 1_000), ("<1k", 0))
+TENANT_INDEX_PREFIX = "chunk_embedding_hnsw_t"
 TABLES = ("knowledge_document", "knowledge_chunk", "knowledge_chunkembedding")
 
 
@@ -93,71 +89,88 @@ def size_class(chunks: int) -> str:
 
 
 def load(sizes: list[int], seed: int, only: int | None = None) -> dict[str, Any]:
-    """Wipe the database's tenants and COPY the corpus (`only`: that one tenant); times and tenant ids."""
+    """Wipe the database's tenants and COPY the corpus (`only`: that one tenant), then build what the
+    write path keeps: keyword statistics and weights, the secondary indexes, each big tenant's own
+    vector index. Times per phase, and tenant ids."""
     from django.db import connection, transaction
-
-    from knowledge.models import Connector, Principal, Tenant
-    from knowledge.store.search.bm25 import rebuild_statistics
+    from pgvector.psycopg import register_vector
 
     started = time.perf_counter()
-    shared = Synthesiser(random.Random(seed))  # one vocabulary and projection for every tenant
+    shared = corpus.Shared.build(seed)  # one vocabulary and projection for every tenant
     tenant_ids: dict[int, int] = {}
+    times: dict[str, float] = {}
+    connection.ensure_connection()
+    register_vector(connection.connection)  # binary COPY of the vectors (cursors copy the adapters)
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("TRUNCATE knowledge_tenant CASCADE")
-        Tenant.objects.create(slug=Tenant.DEFAULT_SLUG, name="Primary")
+        _default_tenant()
         index_defs = drop_secondary_indexes(cursor)
         cursor.execute(
             "CREATE TEMP TABLE bench_chunk (id bigint, document_id bigint, chunk_index int, content text, "
             "acl varchar[]) ON COMMIT DROP"
         )
         first_doc = 0
-        for index, size in enumerate(sizes):
-            documents = math.ceil(size / CHUNKS_PER_DOC)
-            if only is None or only == index:
-                tenant = Tenant.objects.create(slug=f"scale-{index}", name=f"Scale {index} ({size} chunks)")
-                connector = Connector.objects.create(tenant=tenant, name="bench", kind="api", config={})
-                Principal.objects.bulk_create(
-                    Principal(tenant=tenant, kind=Principal.Kind.GROUP, external_id=g)
-                    for g in VISIBILITY.values()
-                )
-                _copy_tenant(
-                    cursor, (tenant.pk, connector.pk), first_doc, size, shared, seed * 100_003 + index
-                )
-                rebuild_statistics(cursor, tenant.pk)
-                tenant_ids[index] = tenant.pk
-            first_doc += documents
-        copied = time.perf_counter()
+        with tqdm(total=sum(sizes) if only is None else sizes[only], unit="chunk", desc="load") as bar:
+            for index, size in enumerate(sizes):
+                if only is None or only == index:
+                    tenant_ids[index] = _load_tenant(cursor, index, size, first_doc, shared, seed, bar)
+                first_doc += math.ceil(size / corpus.CHUNKS_PER_DOC)
+        times["copy_seconds"] = time.perf_counter() - started
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # CREATE INDEX refuses pending FK checks
         for sql in index_defs:
             cursor.execute(sql)
         for table in TABLES:
             cursor.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), max(id)) FROM {table}")
-        indexed = time.perf_counter()
+        times["index_seconds"] = time.perf_counter() - started - sum(times.values())
     with connection.cursor() as cursor:
         cursor.execute(f"VACUUM (ANALYZE) {', '.join(TABLES)}")
-    return {
-        "tenant_ids": tenant_ids,
-        "copy_seconds": round(copied - started, 1),
-        "index_seconds": round(indexed - copied, 1),
-        "total_seconds": round(time.perf_counter() - started, 1),
-    }
+    times["vector_index_seconds"] = _vector_indexes()
+    times["total_seconds"] = time.perf_counter() - started
+    return {"tenant_ids": tenant_ids, **{k: round(v, 1) for k, v in times.items()}}
 
 
-def _copy_tenant(
-    cursor: Any, owner: tuple[int, int], first_doc: int, size: int, shared: Synthesiser, seed: int
-) -> None:
-    from knowledge.models import Principal
+def _default_tenant() -> None:
+    from knowledge.models import Tenant
 
-    tenant_id, connector_id = owner
-    shared.rng = random.Random(seed)
-    shared.tokens = {p.external_id: f"g:{p.pk}" for p in Principal.objects.filter(tenant_id=tenant_id)}
-    documents = math.ceil(size / CHUNKS_PER_DOC)
-    last_chunk = first_doc * CHUNKS_PER_DOC + size
-    for start in range(first_doc, first_doc + documents, 1000):
-        batch = range(start + 1, min(first_doc + documents, start + 1000) + 1)
-        copy_documents(cursor.cursor, owner, last_chunk, batch, shared)
-    insert_staged_chunks(cursor, tenant_id, connector_id)
-    cursor.execute("TRUNCATE bench_chunk")
+    Tenant.objects.create(slug=Tenant.DEFAULT_SLUG, name="Primary")
+
+
+def _load_tenant(
+    cursor: Any, index: int, size: int, first_doc: int, shared: corpus.Shared, seed: int, bar: Any
+) -> int:
+    from knowledge.models import Connector, Principal, Tenant
+
+    tenant = Tenant.objects.create(slug=f"scale-{index}", name=f"Scale {index} ({size} chunks)")
+    connector = Connector.objects.create(tenant=tenant, name="bench", kind="api", config={})
+    names = corpus.principal_names()
+    Principal.objects.bulk_create(
+        Principal(tenant=tenant, kind=Principal.Kind.USER if user else Principal.Kind.GROUP, external_id=e)
+        for _, e, user in names
+    )
+    ids = dict(Principal.objects.filter(tenant=tenant).values_list("external_id", "pk"))
+    principals = {name: ids[external] for name, external, _ in names}
+    dimensions = corpus.dimension_of(index)
+    for batch in corpus.batches(shared, seed * 100_003 + index, size, first_doc, dimensions):
+        corpus.copy_batch(cursor.cursor, (tenant.pk, connector.pk), batch, principals, dimensions)
+        bar.update(len(batch.chunk_ids))
+    corpus.insert_chunks(cursor, tenant.pk, connector.pk)
+    return int(tenant.pk)
+
+
+def _vector_indexes() -> float:
+    """Seconds to build the per-tenant vector indexes, through the bulk worker's maintenance service."""
+    from django.conf import settings
+
+    from knowledge.services.vector_indexes import vector_indexes_maintain
+
+    options = settings.RETRIEVAL_BACKENDS["postgres"]["OPTIONS"]
+    with tqdm(desc="vector indexes", unit="vector") as bar:
+        report = vector_indexes_maintain(
+            min_vectors=options["tenant_index_min_vectors"], on_build=lambda _, rows: bar.update(rows)
+        )
+    if report.failed:
+        raise SystemExit(f"vector index builds failed: {report.failed}")
+    return report.seconds
 
 
 def disk_bytes() -> dict[str, int]:
@@ -180,42 +193,57 @@ def disk_bytes() -> dict[str, int]:
                 [table],
             )
             for name, size in cursor.fetchall():
-                out[f"index.{name}"] = size
+                if name.startswith(TENANT_INDEX_PREFIX):  # one per big tenant: reported together
+                    name = f"{TENANT_INDEX_PREFIX}* (per tenant)"
+                out[f"index.{name}"] = out.get(f"index.{name}", 0) + size
     return out
 
 
 # --- measuring ---------------------------------------------------------------------------------------------
+EXACT_VECTOR = (
+    "SELECT chunk_id FROM knowledge_chunkembedding WHERE tenant_id = %s AND model = %s AND NOT is_deleted "
+    "AND acl_tokens && %s::varchar[] ORDER BY embedding <=> %s::vector, chunk_id LIMIT %s"
+)
+
+
+def tenant_space(tenant_id: int) -> tuple[int, str]:
+    """The tenant's (dimensions, model)."""
+    from knowledge.models import ChunkEmbedding
+
+    row = ChunkEmbedding.objects.filter(tenant_id=tenant_id).values_list("dimensions", "model").first()
+    assert row is not None, f"tenant {tenant_id} has no vectors"
+    return int(row[0]), str(row[1])
+
+
 def tenant_queries(tenant_id: int, count: int, seed: int) -> list[tuple[list[float], str]]:
     """Vectors near random vectors of the tenant, and 3-8 Zipf words."""
+    import numpy as np
     from django.db import connection
 
-    rng = random.Random(seed + tenant_id)
-    shared = Synthesiser(random.Random(seed))
+    rng = np.random.default_rng([seed, tenant_id])
+    shared = corpus.Shared.build(seed)
+    dimensions, model = tenant_space(tenant_id)
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT embedding::text FROM knowledge_chunkembedding WHERE tenant_id = %s AND model = %s "
-            "ORDER BY chunk_id",
-            [tenant_id, MODEL],
+            "ORDER BY random() LIMIT %s",
+            [tenant_id, model, count],
         )
-        rows = [row[0] for row in cursor.fetchall()]
-    sources = [json.loads(text) for text in rng.sample(rows, min(count, len(rows)))]
-    return [
-        (
-            [v + rng.gauss(0.0, 0.3 / math.sqrt(DIM)) for v in source],
-            " ".join(query_words(rng, shared.vocabulary, shared.cumulative, False)),
-        )
-        for source in sources
-    ]
+        sources = np.array([json.loads(row[0]) for row in cursor.fetchall()])
+    noisy = sources + rng.normal(scale=0.3 / math.sqrt(dimensions), size=sources.shape)
+    return [(vector.tolist(), shared.query_text(rng)) for vector in noisy]
 
 
-def paths(backend: Any, scope: Any) -> dict[str, Callable[[Any], Any]]:
+def paths(backend: Any, scope: Any, space: tuple[int, str]) -> dict[str, Callable[[Any], Any]]:
     from knowledge.search import search_chunks
+
+    dimensions, model = space
 
     def hybrid(q: Any) -> Any:
         return search_chunks(scope=scope, query_text=q[1], query_embedding=q[0], limit=LIMIT)
 
     def vector(q: Any) -> list[int]:
-        return [h.chunk_id for h in backend.vector_search(scope, q[0], DIM, LIMIT, model=MODEL)]
+        return [h.chunk_id for h in backend.vector_search(scope, q[0], dimensions, LIMIT, model=model)]
 
     def keyword(q: Any) -> Any:
         return backend.keyword_search(scope, q[1], ["english"], LIMIT)
@@ -234,16 +262,14 @@ def measure_tenant(tenant_id: int, queries: int, warmup: int, seed: int) -> dict
     from retrieval_backends.registry import get_backend
 
     backend = get_backend()
+    space = tenant_space(tenant_id)
     asked = tenant_queries(tenant_id, queries + warmup, seed)
-    out: dict[str, Any] = {}
-    for level, group in VISIBILITY.items():
+    out: dict[str, Any] = {"dimensions": space[0]}
+    for level, group in corpus.VISIBILITY.items():
         scope = scope_for(tenant_id, group)
-        runs = run_interleaved(
-            asked,
-            warmup,
-            paths(backend, scope),
-        )
-        truth = [exact_ids(tenant_id, group, q[0]) for q in asked]  # every query is timed after warm-up
+        runs = run_interleaved(asked, warmup, paths(backend, scope, space))
+        token = sorted(scope.principal_tokens)
+        truth = [sql_ids(EXACT_VECTOR, [tenant_id, space[1], token, vector_text(q[0]), LIMIT]) for q in asked]
         out[level] = {name: summary([t for t, _ in samples]) for name, samples in runs.items()}
         out[level]["recall_at_10"] = visible_recall([ids for _, ids in runs["vector"]], truth)
     return out
@@ -332,6 +358,7 @@ def report_lines(figures: dict[str, Any]) -> list[str]:
     per_chunk = figures["bytes_per_chunk"]
     lines = [
         f"{figures['chunks']} chunks in {figures['tenants']} tenants; load {load['copy_seconds']} s, "
+        f"vector indexes {load['vector_index_seconds']} s, "
         f"indexes {load['index_seconds']} s; {round(sum(per_chunk.values()))} bytes per chunk on disk "
         f"(vectors {round(per_chunk['knowledge_chunkembedding.heap'])}, "
         f"HNSW {round(sum(v for k, v in per_chunk.items() if 'hnsw' in k))})"
@@ -346,6 +373,8 @@ def report_lines(figures: dict[str, Any]) -> list[str]:
         for label, levels in shared["tenants"].items():
             alone = figures["alone"].get(label, {}).get(backend, {}).get("tenants", {}).get("alone", {})
             for level, row in levels.items():
+                if level == "dimensions":
+                    continue
                 cells = []
                 for path in ("hybrid", "vector", "keyword"):
                     cell = f"{row[path]['p50_ms']:.1f}/{row[path]['p95_ms']:.1f}"

@@ -102,7 +102,11 @@ CELERY_TASK_ROUTES = {
     "knowledge.tasks.run_ingest_job": {"queue": "bulk"},
     # Network-bound (a source's rate limits can make it wait): never on the priority queue.
     "knowledge.tasks.sync_connector_permissions": {"queue": "bulk"},
+    # Builds a tenant's HNSW graph (minutes for a big tenant): never on the priority queue.
+    "knowledge.tasks.maintain_vector_indexes": {"queue": "bulk"},
 }
+# How often the per-tenant vector indexes are checked (a tenant past the threshold gets its graph).
+KNOWLEDGE_VECTOR_INDEX_SECONDS = cfg.positive_float("KNOWLEDGE_VECTOR_INDEX_SECONDS", 120.0)
 KNOWLEDGE_RECONCILE_SECONDS = cfg.positive_float("KNOWLEDGE_RECONCILE_SECONDS", 5.0)
 # One reconciler run pushes for at most this long, so it never holds the priority worker for long.
 KNOWLEDGE_RECONCILE_BUDGET_SECONDS = cfg.positive_float("KNOWLEDGE_RECONCILE_BUDGET_SECONDS", 2.0)
@@ -112,6 +116,11 @@ CELERY_BEAT_SCHEDULE = {
     "sync-due-connectors": {"task": "knowledge.tasks.sync_due_connectors", "schedule": 60.0},
     "sync-due-permissions": {"task": "knowledge.tasks.sync_due_permissions", "schedule": 60.0},
     "purge-audit-log": {"task": "knowledge.tasks.purge_audit_log", "schedule": 3600.0},
+    "maintain-vector-indexes": {
+        "task": "knowledge.tasks.maintain_vector_indexes",
+        "schedule": KNOWLEDGE_VECTOR_INDEX_SECONDS,
+        "options": {"expires": KNOWLEDGE_VECTOR_INDEX_SECONDS},
+    },
     # Pushes whatever the on-commit tasks missed (the change log is in PostgreSQL).
     "reconcile-index": {
         "task": "knowledge.tasks.reconcile_index",
@@ -146,6 +155,9 @@ KNOWLEDGE_KEYWORD_SCORES = cfg.choice("KNOWLEDGE_KEYWORD_SCORES", ("bypass", "ev
 # --- Retrieval ---------------------------------------------------------------------------------------
 # The serving backend: an alias of RETRIEVAL_BACKENDS or a dotted path to a KnowledgeRetrievalBackend.
 RETRIEVAL_BACKEND = env.str("KNOWLEDGE_RETRIEVAL_BACKEND", default="postgres").strip()
+# How vectors are stored: "vector" (4 bytes a dimension) or "halfvec" (2; PostgreSQL's halfvec, the
+# OpenSearch backend's byte encoding). Switch a deployment with `manage.py reindex` (README).
+KNOWLEDGE_VECTOR_STORAGE = cfg.choice("KNOWLEDGE_VECTOR_STORAGE", ("vector", "halfvec"), "vector")
 KNOWLEDGE_LANE_TIMEOUT_MS = cfg.positive_int("KNOWLEDGE_LANE_TIMEOUT_MS", 2000)
 # A whole search's time budget (its lanes, planned queries and stages; LLM stages included).
 KNOWLEDGE_SEARCH_DEADLINE_MS = cfg.positive_int("KNOWLEDGE_SEARCH_DEADLINE_MS", 20000)
@@ -156,6 +168,7 @@ RETRIEVAL_BACKENDS: dict[str, dict[str, Any]] = {
         "OPTIONS": {
             "lane_timeout_ms": KNOWLEDGE_LANE_TIMEOUT_MS,
             "exact_scan_max_rows": cfg.positive_int("KNOWLEDGE_EXACT_SCAN_MAX_ROWS", 5000),
+            "tenant_index_min_vectors": cfg.positive_int("KNOWLEDGE_TENANT_INDEX_MIN_VECTORS", 5000),
             "bm25_k1": cfg.positive_float("KNOWLEDGE_BM25_K1", 1.2),
             "bm25_b": cfg.unit_float("KNOWLEDGE_BM25_B", 0.75),
             "keyword_candidate_budget": cfg.positive_int("KNOWLEDGE_KEYWORD_CANDIDATE_BUDGET", 500),

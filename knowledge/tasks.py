@@ -22,6 +22,7 @@ from knowledge.services.enqueue import (
 from knowledge.services.index_sync import documents_index_sync, index_reconcile
 from knowledge.services.jobs import job_run, jobs_purge, jobs_resume
 from knowledge.services.permission_sync import connector_permissions_sync, connectors_permissions_due
+from knowledge.services.vector_indexes import serving_vector_indexes_maintain
 from retrieval_backends.base import BackendUnavailable
 
 # Transient failures worth retrying: the index or PostgreSQL briefly unreachable.
@@ -140,3 +141,12 @@ def resume_ingest_jobs() -> list[int]:
 def purge_ingest_jobs() -> int:
     """Periodic (Celery beat): delete finished jobs past KNOWLEDGE_JOB_RETENTION_DAYS."""
     return jobs_purge()
+
+
+@shared_task(acks_late=True)
+def maintain_vector_indexes() -> dict[str, object]:
+    """Periodic (Celery beat, queue `bulk`): give each tenant past the threshold its own HNSW graph and
+    drop the graphs of tenants that shrank; a no-op when the serving backend is not PostgreSQL."""
+    report = serving_vector_indexes_maintain()
+    return {} if report is None else {"created": report.created, "dropped": report.dropped,
+                                      "failed": report.failed, "skipped": report.skipped}  # fmt: skip

@@ -12,6 +12,15 @@ from dataclasses import dataclass, field
 PUBLIC_TOKEN = "public"
 USER_PREFIX, GROUP_PREFIX = "u:", "g:"
 
+# A stored model key ending in this keeps its vectors at half precision (KNOWLEDGE_VECTOR_STORAGE):
+# PostgreSQL's `halfvec` column, an external index's compact encoding.
+HALFVEC_SUFFIX = "@halfvec"
+
+
+def vector_storage(model: str | None) -> str:
+    """How a model key's vectors are stored: `halfvec` or `vector`."""
+    return "halfvec" if model is not None and model.endswith(HALFVEC_SUFFIX) else "vector"
+
 
 def principal_token(*, is_user: bool, principal_id: int) -> str:
     """The token chunks carry when this principal is granted access."""

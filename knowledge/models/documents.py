@@ -9,14 +9,12 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import F, Func, Q
 from django.db.models.functions import Now
-from pgvector.django import VectorField
+from pgvector.django import HalfVectorField, VectorField
 
 from knowledge.models.connectors import Connector
 from knowledge.models.principals import Principal
 from knowledge.models.tenancy import Environment, Tenant
 
-# Dimensions that get a partial HNSW index (see migration 0002); other dimensions are searched exactly.
-INDEXED_DIMENSIONS = (384, 768, 1024, 1536)
 # SQL function (migration 0010) mapping a chunk's tsvector to `<tenant id>:<lexeme>` lexemes.
 TENANT_LEXEMES_FUNCTION = "knowledge_tenant_lexemes"
 
@@ -199,12 +197,17 @@ class Chunk(SearchFilterFields):
 
 
 class ChunkEmbedding(SearchFilterFields):
-    """One chunk's vector from one embedding model; several dimensions coexist in one table."""
+    """One chunk's vector from one embedding model; several dimensions coexist in one table.
+
+    A model key ending in `@halfvec` (KNOWLEDGE_VECTOR_STORAGE=halfvec) keeps its vectors in
+    `embedding_half`, at half the bytes; every other key in `embedding`. Exactly one is set.
+    """
 
     chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="embeddings")
     model = models.CharField(max_length=200)
     dimensions = models.PositiveIntegerField()
-    embedding = VectorField()
+    embedding = VectorField(null=True, blank=True)
+    embedding_half = HalfVectorField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -212,6 +215,16 @@ class ChunkEmbedding(SearchFilterFields):
             models.UniqueConstraint(fields=["chunk", "model"], name="chunk_embedding_unique_model"),
             models.CheckConstraint(
                 condition=models.Q(dimensions__gt=0, dimensions__lte=16000), name="chunk_embedding_dims_range"
+            ),
+            models.CheckConstraint(
+                condition=(
+                    Q(model__endswith="@halfvec", embedding__isnull=True, embedding_half__isnull=False)
+                    | (
+                        ~Q(model__endswith="@halfvec")
+                        & Q(embedding__isnull=False, embedding_half__isnull=True)
+                    )
+                ),
+                name="chunk_embedding_one_storage",
             ),
         ]
         indexes = [
@@ -221,3 +234,10 @@ class ChunkEmbedding(SearchFilterFields):
 
     def __str__(self) -> str:
         return f"{self.chunk_id}:{self.model}/{self.dimensions}"
+
+    def vector_values(self) -> list[float]:
+        """The stored vector, whichever column holds it."""
+        if self.embedding is not None:
+            return [float(v) for v in self.embedding]
+        assert self.embedding_half is not None, "a vector row holds one of its two columns"
+        return [float(v) for v in self.embedding_half.to_list()]

@@ -12,10 +12,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 
+from django.conf import settings
 from django.db import DatabaseError
 
 from knowledge.models import ActiveEmbedder
 from knowledge.pipeline.embedders.base import Embedder
+from knowledge.pipeline.embedders.storage import HalfPrecision, split_spec, with_storage
 from knowledge.pipeline.registry import build, configured_name
 from knowledge.plugins import on_reset
 
@@ -27,10 +29,17 @@ _forced: str | None = None
 
 @lru_cache(maxsize=4)
 def embedder_for(spec: str) -> Embedder:
-    """One instance per embedder spec and process (models load once); the configured one keeps its options."""
-    embedder = build("embedder") if spec == configured_name("embedder") else build("embedder", spec)
+    """One instance per embedder spec and process (models load once); the configured one keeps its
+    options. A spec ending in `@halfvec` stores that embedder's vectors at half precision."""
+    name, storage = split_spec(spec)
+    embedder = build("embedder") if name == configured_name("embedder") else build("embedder", name)
     assert isinstance(embedder, Embedder)
-    return embedder
+    return HalfPrecision(embedder) if storage == "halfvec" else embedder
+
+
+def configured_spec() -> str:
+    """The configured embedder with the configured storage (KNOWLEDGE_VECTOR_STORAGE)."""
+    return with_storage(configured_name("embedder"), settings.KNOWLEDGE_VECTOR_STORAGE)
 
 
 def active_spec() -> str:
@@ -45,7 +54,7 @@ def active_spec() -> str:
                 row = ActiveEmbedder.objects.filter(pk=ActiveEmbedder.SINGLETON_ID).first()
             except DatabaseError:  # e.g. before migrations; the setting still works
                 row = None
-            _cached = (now, row.spec if row else configured_name("embedder"))
+            _cached = (now, row.spec if row else configured_spec())
         return _cached[1]
 
 

@@ -16,10 +16,11 @@ from django.utils import timezone
 from knowledge.models import ActiveEmbedder, ReindexJob
 from knowledge.pipeline.active import embedder_for, forget_active_embedder
 from knowledge.pipeline.embedders.base import Embedder
+from knowledge.pipeline.embedders.storage import HalfPrecision
 from knowledge.services.chunks import CLIENT_MODEL
 from knowledge.store import vectors as stored
 from knowledge.store.chunks import lock_chunk_writes
-from retrieval_backends.types import EmbeddingUpdate
+from retrieval_backends.types import HALFVEC_SUFFIX, EmbeddingUpdate
 
 
 def reindex_job_for(*, spec: str) -> ReindexJob:
@@ -49,11 +50,34 @@ def _embed_batch(embedder: Embedder, after_id: int, batch_size: int) -> tuple[in
     return len(rows), rows[-1][0]
 
 
+def same_vectors_model(embedder: Embedder) -> str | None:
+    """The stored model key holding this embedder's vectors at the other precision, if any: its
+    vectors are converted instead of embedded again."""
+    other = embedder.inner.name if isinstance(embedder, HalfPrecision) else embedder.name + HALFVEC_SUFFIX
+    return other if stored.model_is_stored(other) else None
+
+
+def _convert_all(embedder: Embedder, batch_size: int, on_progress: Callable[[int], None] | None) -> int:
+    source = same_vectors_model(embedder)
+    if source is None:
+        return 0
+    last_id, total = 0, 0
+    while True:
+        read, last_id = stored.convert_embeddings(source, embedder.name, last_id, batch_size)
+        if not read:
+            return total
+        total += read
+        if on_progress:
+            on_progress(read)
+
+
 def reindex_backfill(
     *, job: ReindexJob, batch_size: int = 64, on_progress: Callable[[int], None] | None = None
 ) -> int:
-    """Give every chunk a vector of the job's model; returns how many were embedded now."""
-    embedder, last_id, total = embedder_for(job.spec), 0, 0
+    """Give every chunk a vector of the job's model (converted from the same model's vectors at the
+    other precision where there are some, else embedded); returns how many were written now."""
+    embedder, last_id = embedder_for(job.spec), 0
+    total = _convert_all(embedder, max(batch_size, 1000), on_progress)
     while True:
         count, last_id = _embed_batch(embedder, last_id, batch_size)
         if not count:
@@ -69,6 +93,7 @@ def reindex_switch(*, job: ReindexJob) -> None:
     embedder = embedder_for(job.spec)
     with transaction.atomic():
         lock_chunk_writes()  # no chunk is written until we commit
+        _convert_all(embedder, 1000, None)
         while _embed_batch(embedder, 0, 256)[0]:
             pass
         ActiveEmbedder.objects.update_or_create(

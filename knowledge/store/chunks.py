@@ -12,7 +12,13 @@ from knowledge.models import Chunk
 from knowledge.store.lookups import LOOKUPS
 from knowledge.store.sql import CHUNK, EMBEDDING, vector_literal
 from knowledge.store.tables import TERMS
-from retrieval_backends.types import ChunkInput, EmbeddingUpdate, StoredChunk, validate_dimensions
+from retrieval_backends.types import (
+    HALFVEC_SUFFIX,
+    ChunkInput,
+    EmbeddingUpdate,
+    StoredChunk,
+    validate_dimensions,
+)
 
 INSERT_CHUNKS = f"""
 INSERT INTO {CHUNK}
@@ -90,16 +96,19 @@ def insert_chunks(chunks: Sequence[ChunkInput]) -> list[StoredChunk]:
 # corrects the new vector too. ON CONFLICT refreshes the copied filters as well as the vector.
 UPSERT_EMBEDDINGS = f"""
 INSERT INTO {EMBEDDING}
-    (chunk_id, model, dimensions, embedding, tenant_id, connector_id, environment_id,
+    (chunk_id, model, dimensions, embedding, embedding_half, tenant_id, connector_id, environment_id,
      is_deleted, acl_tokens, created_at)
-SELECT c.id, u.model, %s, u.vec::vector, c.tenant_id, c.connector_id, c.environment_id,
-       c.is_deleted, c.acl_tokens, now()
+SELECT c.id, u.model, %s,
+       CASE WHEN u.model NOT LIKE '%%{HALFVEC_SUFFIX}' THEN u.vec::vector END,
+       CASE WHEN u.model LIKE '%%{HALFVEC_SUFFIX}' THEN u.vec::halfvec END,
+       c.tenant_id, c.connector_id, c.environment_id, c.is_deleted, c.acl_tokens, now()
 FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS u(chunk_id, model, vec)
 JOIN {CHUNK} c ON c.id = u.chunk_id
 ORDER BY c.id
 FOR SHARE OF c
 ON CONFLICT (chunk_id, model) DO UPDATE
-    SET embedding = EXCLUDED.embedding, dimensions = EXCLUDED.dimensions,
+    SET embedding = EXCLUDED.embedding, embedding_half = EXCLUDED.embedding_half,
+        dimensions = EXCLUDED.dimensions,
         tenant_id = EXCLUDED.tenant_id, connector_id = EXCLUDED.connector_id,
         environment_id = EXCLUDED.environment_id, is_deleted = EXCLUDED.is_deleted,
         acl_tokens = EXCLUDED.acl_tokens

@@ -9,11 +9,12 @@ from collections.abc import Sequence
 from django.db import connection
 
 from knowledge.models import Chunk
+from knowledge.store.sql import VECTOR_TEXT
 from knowledge.store.tables import CHUNK, EMBEDDING
 from retrieval_backends.types import MirroredChunk
 
 VECTORS = (
-    f"SELECT e.chunk_id, e.model, e.embedding::text FROM {EMBEDDING} e "
+    f"SELECT e.chunk_id, e.model, {VECTOR_TEXT.format('e')} FROM {EMBEDDING} e "
     f"JOIN {CHUNK} c ON c.id = e.chunk_id WHERE c.document_id = ANY(%s)"
 )
 

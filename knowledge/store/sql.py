@@ -13,6 +13,9 @@ from knowledge.store import prepared
 from knowledge.store.tables import CHUNK, DOCUMENT, EMBEDDING
 from retrieval_backends.types import PAGE_UNKNOWN, PARENT_UNKNOWN, AccessScope, LaneHit
 
+# A vector as text, whichever column holds it (see ChunkEmbedding).
+VECTOR_TEXT = "coalesce({0}.embedding::text, {0}.embedding_half::text)"
+
 
 def scope_filter(alias: str, scope: AccessScope) -> tuple[str, list[Any]]:
     """WHERE-clause fragment applying tenant, connector, environment, ACL and soft-delete filters.

@@ -11,10 +11,15 @@ from django.db import connection
 from knowledge.models import ChunkEmbedding
 from knowledge.store.chunks import index_embeddings
 from knowledge.store.lookups import LOOKUPS
+from knowledge.store.sql import VECTOR_TEXT
 from knowledge.store.tables import CHUNK, EMBEDDING, TENANT
+from knowledge.store.vector_indexes import column_and_cast
+from retrieval_backends.types import vector_storage
 
 __all__ = [
     "chunks_missing_embedding",
+    "convert_embeddings",
+    "model_is_stored",
     "nearest_chunks",
     "sample_chunks_with_models",
     "count_chunks_missing_embedding",
@@ -68,14 +73,59 @@ def sample_chunks_with_models(old: str, new: str, limit: int) -> list[tuple[int,
 
 def nearest_chunks(tenant_id: int, model: str, vector: Sequence[float], k: int) -> list[int]:
     """The k live chunks of a tenant nearest to `vector` among one model's vectors (an exact scan)."""
-    dimensions = len(vector)
+    storage = vector_storage(model)
+    column, _, _ = column_and_cast(storage, len(vector))
+    # Un-cast, so no HNSW index can serve it: the exact order.
     sql = (
         f"SELECT chunk_id FROM {EMBEDDING} WHERE tenant_id = %s AND model = %s AND dimensions = %s "
-        f"AND NOT is_deleted ORDER BY embedding::vector({dimensions}) <=> %s::vector({dimensions}) LIMIT %s"
+        f"AND NOT is_deleted ORDER BY {column} <=> %s::{storage}, chunk_id LIMIT %s"
     )
+    dimensions = len(vector)
     with connection.cursor() as cursor:
         cursor.execute(sql, [tenant_id, model, dimensions, json.dumps(list(vector)), k])
         return [int(row[0]) for row in cursor.fetchall()]
+
+
+CONVERT = f"""
+INSERT INTO {EMBEDDING}
+    (chunk_id, model, dimensions, embedding, embedding_half, tenant_id, connector_id, environment_id,
+     is_deleted, acl_tokens, created_at)
+SELECT s.chunk_id, %(target)s, s.dimensions,
+       CASE WHEN NOT %(half)s THEN coalesce(s.embedding, s.embedding_half::vector) END,
+       CASE WHEN %(half)s THEN coalesce(s.embedding_half, s.embedding::halfvec) END,
+       c.tenant_id, c.connector_id, c.environment_id, c.is_deleted, c.acl_tokens, now()
+FROM {EMBEDDING} s JOIN {CHUNK} c ON c.id = s.chunk_id
+WHERE s.model = %(source)s AND s.chunk_id > %(after)s
+ORDER BY s.chunk_id LIMIT %(limit)s
+FOR SHARE OF c
+ON CONFLICT (chunk_id, model) DO NOTHING
+RETURNING chunk_id
+"""
+
+
+def convert_embeddings(source: str, target: str, after_id: int, limit: int) -> tuple[int, int]:
+    """Copy up to `limit` of `source`'s vectors (chunk id > `after_id`) as `target`'s, converted to
+    `target`'s storage; chunks that already have one keep it. Returns (rows read, last chunk id read)."""
+    LOOKUPS.written()
+    half = vector_storage(target) == "halfvec"
+    params: dict[str, str | int | bool] = {
+        "source": source, "target": target, "after": after_id, "half": half, "limit": limit
+    }  # fmt: skip
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT count(*), max(chunk_id) FROM (SELECT chunk_id FROM {EMBEDDING} WHERE model = %(source)s "
+            "AND chunk_id > %(after)s ORDER BY chunk_id LIMIT %(limit)s) s",
+            params,
+        )
+        read, last = cursor.fetchone()
+        if read:
+            cursor.execute(CONVERT, params)
+    return int(read), int(last or after_id)
+
+
+def model_is_stored(model: str) -> bool:
+    """Whether any chunk has a vector of this model key."""
+    return ChunkEmbedding.objects.filter(model=model).exists()
 
 
 def chunks_missing_embedding(model: str, after_id: int, limit: int) -> list[tuple[int, str]]:
@@ -105,7 +155,10 @@ def get_chunk_vectors(
     """Stored vectors of these chunks with this dimension (and model); chunks without one are absent."""
     if not chunk_ids:
         return {}
-    sql = f"SELECT chunk_id, embedding::text FROM {EMBEDDING} WHERE chunk_id = ANY(%s) AND dimensions = %s"
+    sql = (
+        f"SELECT chunk_id, {VECTOR_TEXT.format(EMBEDDING)} FROM {EMBEDDING} "
+        "WHERE chunk_id = ANY(%s) AND dimensions = %s"
+    )
     params: list[Any] = [list(chunk_ids), dimensions]
     if model is not None:
         sql += " AND model = %s"

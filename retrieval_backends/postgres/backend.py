@@ -36,6 +36,7 @@ class PostgresRetrievalBackend(KnowledgeRetrievalBackend):
         *,
         lane_timeout_ms: int = 2000,
         exact_scan_max_rows: int = 5000,
+        tenant_index_min_vectors: int = 5000,
         bm25_k1: float = 1.2,
         bm25_b: float = 0.75,
         keyword_candidate_budget: int = 500,
@@ -44,6 +45,9 @@ class PostgresRetrievalBackend(KnowledgeRetrievalBackend):
         super().__init__(**options)
         self.lane_timeout_ms = lane_timeout_ms
         self.exact_scan_max_rows = exact_scan_max_rows
+        # A tenant's vectors of one dimension get an HNSW graph of their own past this many
+        # (knowledge.services.vector_indexes); below it every search of them is an exact scan.
+        self.tenant_index_min_vectors = tenant_index_min_vectors
         self.bm25 = BM25Params(k1=bm25_k1, b=bm25_b, candidate_budget=keyword_candidate_budget)
 
     def vector_search(

@@ -126,7 +126,7 @@ class Corpus:
         chunks = list(Chunk.objects.filter(document=document).order_by("chunk_index"))
         vectors: dict[int, dict[str, tuple[float, ...]]] = {c.pk: {} for c in chunks}
         for embedding in ChunkEmbedding.objects.filter(chunk__document=document):
-            vectors[embedding.chunk_id][embedding.model] = tuple(float(v) for v in embedding.embedding)
+            vectors[embedding.chunk_id][embedding.model] = tuple(embedding.vector_values())
         self.versions[document.pk] = self.versions.get(document.pk, 0) + 1
         return DocumentState(
             document_id=document.pk,

@@ -67,7 +67,9 @@ def test_a_big_document_is_embedded_and_inserted_in_slices_with_each_vector_on_i
     assert len(inserts) == -(-len(chunks) // 11)
     assert [c.chunk_index for c in chunks] == list(range(len(chunks)))
     # Every stored vector is its own chunk's (float32, as pgvector keeps it), whatever slice it came in.
-    stored = dict(ChunkEmbedding.objects.filter(chunk__in=chunks).values_list("chunk_id", "embedding"))
+    stored = {
+        e.chunk_id: np.array(e.vector_values()) for e in ChunkEmbedding.objects.filter(chunk__in=chunks)
+    }
     source = big_document()
     texts = [c.text for c in get_chunker().chunk(ChunkSource(source.title, source.content, {}))]
     expected = prepare_module.embedded(active_embedder(), texts)

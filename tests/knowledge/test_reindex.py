@@ -106,9 +106,10 @@ def test_command_switches_and_prunes(scope: SearchScope) -> None:
 
 def _top(model: str, tenant_id: int, vector: list[float], k: int) -> set[int]:
     """The brute-force k nearest chunks by cosine distance (vectors are L2-normalised)."""
-    rows = ChunkEmbedding.objects.filter(tenant_id=tenant_id, model=model).values_list(
-        "chunk_id", "embedding"
-    )
+    rows = [
+        (e.chunk_id, e.vector_values())
+        for e in ChunkEmbedding.objects.filter(tenant_id=tenant_id, model=model)
+    ]
     scored = sorted(rows, key=lambda row: -sum(a * b for a, b in zip(row[1], vector, strict=True)))
     return {chunk_id for chunk_id, _ in scored[:k]}
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 from django.db import connection, transaction
 
+from knowledge.services.vector_indexes import vector_indexes_maintain
 from knowledge.store.tables import CHUNK, EMBEDDING
 from retrieval_backends.postgres import PostgresRetrievalBackend
 from retrieval_backends.testing import DIM, BackendContract, basis, build_corpus
@@ -55,5 +56,6 @@ def test_hnsw_path_also_honours_filters() -> None:
     """With exact scans disabled the iterative HNSW path must still filter inside the query."""
     backend = PostgresRetrievalBackend(exact_scan_max_rows=0)
     corpus = build_corpus(backend)
+    vector_indexes_maintain(min_vectors=0)  # every tenant's vectors get a graph of their own
     hits = backend.vector_search(corpus.bob_scope(), basis(1), DIM, 10)
     assert {h.document_id for h in hits} == {corpus.docs[k].pk for k in ("public", "staging", "second")}

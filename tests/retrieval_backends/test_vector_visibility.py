@@ -15,6 +15,7 @@ import pytest
 from django.db import connection
 
 from knowledge.models import Chunk, ChunkEmbedding, Document
+from knowledge.services.vector_indexes import vector_indexes_maintain
 from knowledge.store.search import vector
 from knowledge.store.search.visibility import acl_share, estimate_visibility
 from retrieval_backends.postgres import PostgresRetrievalBackend
@@ -87,11 +88,12 @@ def test_estimates_follow_each_tenants_own_acls(
     assert fraction / 1.5 <= seen.fraction <= min(1.0, fraction * 1.5)
 
 
-def test_the_small_tenants_public_scope_walks_the_graph_as_a_fully_visible_one(
+def test_the_small_tenants_public_scope_walks_its_own_graph_as_a_fully_visible_one(
     shared: dict[str, SearchScope], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With 100 rows as the exact-scan limit, its 120 visible rows go to HNSW with ef_search 2 x limit
-    (the planner's own estimate, 120 x 1/6, took the exact path)."""
+    """With 100 rows as the exact-scan limit, its 120 visible rows go to its own HNSW graph with
+    ef_search 2 x limit (the planner's own estimate, 120 x 1/6, took the exact path); before the
+    tenant has a graph of its own, they are ranked exactly."""
     calls: list[dict[str, Any]] = []
     real = vector.lane_fetch
 
@@ -102,8 +104,12 @@ def test_the_small_tenants_public_scope_walks_the_graph_as_a_fully_visible_one(
     monkeypatch.setattr(vector, "lane_fetch", spy)
     backend = PostgresRetrievalBackend(exact_scan_max_rows=100)
     query = [random.Random(5).gauss(0, 1) for _ in range(DIM)]
+    exact = backend.vector_search(shared["small, public"], query, DIM, 10, model=MODEL)
+    assert [g.get("hnsw.ef_search") for g in calls if "jit" in g] == [None]
+    calls.clear()
+    assert vector_indexes_maintain(min_vectors=100).created  # both tenants now have their own
     hits = backend.vector_search(shared["small, public"], query, DIM, 10, model=MODEL)
-    assert len(hits) == 10
+    assert len(hits) == 10 and len({h.chunk_id for h in hits} & {h.chunk_id for h in exact}) >= 8
     assert [g.get("hnsw.ef_search") for g in calls if "jit" in g] == [vector.MIN_EF_SEARCH]
 
 

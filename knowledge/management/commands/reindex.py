@@ -8,9 +8,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from knowledge.pipeline.active import active_embedder, active_spec, embedder_for
+from knowledge.pipeline.active import active_embedder, active_spec, configured_spec, embedder_for
 from knowledge.pipeline.embedders.base import Embedder
-from knowledge.pipeline.registry import configured_name
 from knowledge.selectors.reindex import models_overlap
 from knowledge.services.index_sync import index_reconcile
 from knowledge.services.reindex import (
@@ -32,7 +31,10 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
-            "--embedder", default=None, help="short name or dotted path (default: KNOWLEDGE_EMBEDDER)"
+            "--embedder",
+            default=None,
+            help="short name or dotted path, `@halfvec` to store at half precision (default: "
+            "KNOWLEDGE_EMBEDDER with KNOWLEDGE_VECTOR_STORAGE)",
         )
         parser.add_argument("--batch-size", type=int, default=64)
         parser.add_argument("--prune", action="store_true", help="after the switch, delete the old vectors")
@@ -50,7 +52,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        spec = options["embedder"] or configured_name("embedder")
+        spec = options["embedder"] or configured_spec()
         if options["batch_size"] < 1:
             raise CommandError("--batch-size must be at least 1")
         try:

@@ -1,14 +1,20 @@
-"""Vector lane: filtered pgvector search, exact over small visible sets and HNSW iterative scan otherwise.
+"""Vector lane: filtered pgvector search, exact over small visible sets, else on the tenant's own graph.
 
 Filtered HNSW loses results when few rows are visible: the graph walk meets too few rows that pass
 the filter. Per scope we estimate how many vectors it makes visible (`visibility`: the planner with
 extended statistics, and each tenant's sampled ACLs):
 
-* at most `exact_scan_max_rows`: rank every visible row (recall 1.0; ~2.5 us a row, so 1k rows take
-  ~1 ms but 10k rows ~25 ms at p95 -- keep the threshold near 5k).
-* more: HNSW iterative scan in strict order with `ef_search = 2 * limit / visible fraction`, so about
-  2 * limit visible rows are among the first candidates of the walk (100k vectors, 10% visible,
+* at most `exact_scan_max_rows`, or the tenant has no index of its own: rank every visible row
+  (recall 1.0; ~2.5 us a row, so 1k rows take ~1 ms but 10k rows ~25 ms at p95 -- keep the threshold
+  near 5k).
+* more: HNSW iterative scan of the tenant's own index (`knowledge.store.vector_indexes`, kept by the
+  maintenance service for every tenant past the threshold) in strict order with `ef_search = 2 *
+  limit / visible fraction`, the fraction of the tenant's own vectors, which are the whole graph: so
+  about 2 * limit visible rows are among the first candidates of the walk (100k vectors, 10% visible,
   ef_search 200: recall@10 0.999 at p95 12 ms, vs 25 ms for the exact scan).
+
+Vectors stored as `halfvec` (a model key ending in `@halfvec`) are read from their own column with
+halfvec arithmetic; the query vector is cast to the same type.
 
 Every query runs with JIT off: it only adds compile time (1% visible, exact: p95 4.8 ms -> 1.5 ms). A
 planner estimate can be wrong (ACL-token statistics are coarse): when the graph walk returns fewer
@@ -20,7 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from knowledge.models.documents import INDEXED_DIMENSIONS
+from knowledge.store import vector_indexes
 from knowledge.store.lookup_cache import LookupCache
 from knowledge.store.search.visibility import Visibility, candidate_where, estimate_visibility
 from knowledge.store.sql import (
@@ -31,7 +37,7 @@ from knowledge.store.sql import (
     text_join,
     vector_literal,
 )
-from retrieval_backends.types import LaneHit, SearchScope, vector_lane_can_match
+from retrieval_backends.types import LaneHit, SearchScope, vector_lane_can_match, vector_storage
 
 MIN_EF_SEARCH = 40
 MAX_EF_SEARCH = 1000
@@ -50,18 +56,20 @@ def _hydrate_sql(inner: str) -> str:
     )
 
 
-def _exact_sql(where: str) -> str:
-    # The un-cast expression cannot use the HNSW index, so every visible row is ranked.
+def _exact_sql(where: str, storage: str) -> str:
+    # The un-cast expression cannot use an HNSW index, so every visible row is ranked.
+    column, _, _ = vector_indexes.column_and_cast(storage, 0)
+    base = "halfvec" if storage == "halfvec" else "vector"
     return _hydrate_sql(
-        f"SELECT e.chunk_id, e.embedding <=> %s::vector AS dist FROM {EMBEDDING} e "
-        f"WHERE {where} ORDER BY dist, e.chunk_id LIMIT %s"
+        f"SELECT e.chunk_id, e.{column} <=> %s::{base} AS dist FROM {EMBEDDING} e "
+        f"WHERE {where} AND e.{column} IS NOT NULL ORDER BY dist, e.chunk_id LIMIT %s"
     )
 
 
-def _hnsw_sql(where: str, dimensions: int) -> str:
-    cast = f"vector({int(dimensions)})"
+def _hnsw_sql(where: str, dimensions: int, storage: str) -> str:
+    column, cast, _ = vector_indexes.column_and_cast(storage, dimensions)
     return _hydrate_sql(
-        f"SELECT e.chunk_id, e.embedding::{cast} <=> %s::{cast} AS dist FROM {EMBEDDING} e "
+        f"SELECT e.chunk_id, e.{column}::{cast} <=> %s::{cast} AS dist FROM {EMBEDDING} e "
         f"WHERE {where} ORDER BY dist LIMIT %s"
     )
 
@@ -100,7 +108,8 @@ def vector_search(
         return []
     where, params = candidate_where(scope, dimensions, model)
     args = [vector_literal(query), *params, limit, text_hits]
-    if dimensions in INDEXED_DIMENSIONS:
+    storage = vector_storage(model)
+    if _has_own_index(vector_indexes.VectorSpace(scope.tenant_id, dimensions, storage), estimates):
         # Statistics change only with ANALYZE; a stale estimate just picks the other (correct) path.
         def estimate() -> Visibility:
             return estimate_visibility(scope, dimensions, model, timeout_ms)
@@ -109,9 +118,20 @@ def vector_search(
         seen = estimates.get(key, estimate, keep=lambda _: True) if estimates else estimate()
         if seen.rows > exact_scan_max_rows:
             [rows] = lane_fetch(
-                timeout_ms, [(_hnsw_sql(where, dimensions), args)], **hnsw_settings(limit, seen.fraction)
+                timeout_ms,
+                [(_hnsw_sql(where, dimensions, storage), args)],
+                **hnsw_settings(limit, seen.fraction),
             )
             if len(rows) >= limit:
                 return rows_to_hits(rows)
-    [rows] = lane_fetch(timeout_ms, [(_exact_sql(where), args)], **COMMON_GUCS)
+    [rows] = lane_fetch(timeout_ms, [(_exact_sql(where, storage), args)], **COMMON_GUCS)
     return rows_to_hits(rows)
+
+
+def _has_own_index(space: vector_indexes.VectorSpace, estimates: LookupCache | None) -> bool:
+    """Whether the tenant's graph exists and is valid (a stale answer only picks the slower path)."""
+    if not space.indexable:
+        return False
+    if estimates is None:
+        return space in vector_indexes.valid_spaces()
+    return space in estimates.get(("tenant-indexes",), vector_indexes.valid_spaces, keep=lambda _: True)
