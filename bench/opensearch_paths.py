@@ -28,6 +28,15 @@ def push_corpus() -> dict[str, float]:
     }
 
 
+def wipe_indices() -> None:
+    """Delete every index under the backend's prefix, and forget that the documents were pushed."""
+    from knowledge.services.index_sync.reconcile import documents_mark_dirty
+
+    client, names = _client_and_names()
+    client.indices.delete(index=f"{names.prefix}-*", ignore=404)
+    documents_mark_dirty()
+
+
 def _client_and_names() -> tuple[Any, Any]:
     from retrieval_backends.registry import get_backend
 

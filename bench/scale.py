@@ -109,11 +109,11 @@ def load(sizes: list[int], seed: int, only: int | None = None) -> dict[str, Any]
             "CREATE TEMP TABLE bench_chunk (id bigint, document_id bigint, chunk_index int, content text, "
             "acl varchar[]) ON COMMIT DROP"
         )
-        first_doc = 0
+        first_doc, terms = 0, corpus.TermsAnalyzed()
         with tqdm(total=sum(sizes) if only is None else sizes[only], unit="chunk", desc="load") as bar:
             for index, size in enumerate(sizes):
                 if only is None or only == index:
-                    tenant_ids[index] = _load_tenant(cursor, index, size, first_doc, shared, seed, bar)
+                    tenant_ids[index] = _load_tenant(cursor, index, size, first_doc, shared, seed, bar, terms)
                 first_doc += math.ceil(size / corpus.CHUNKS_PER_DOC)
         times["copy_seconds"] = time.perf_counter() - started
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # CREATE INDEX refuses pending FK checks
@@ -136,8 +136,9 @@ def _default_tenant() -> None:
 
 
 def _load_tenant(
-    cursor: Any, index: int, size: int, first_doc: int, shared: corpus.Shared, seed: int, bar: Any
-) -> int:
+    cursor: Any, index: int, size: int, first_doc: int, shared: corpus.Shared, seed: int, bar: Any,
+    terms: corpus.TermsAnalyzed,
+) -> int:  # fmt: skip
     from knowledge.models import Connector, Principal, Tenant
 
     tenant = Tenant.objects.create(slug=f"scale-{index}", name=f"Scale {index} ({size} chunks)")
@@ -153,7 +154,7 @@ def _load_tenant(
     for batch in corpus.batches(shared, seed * 100_003 + index, size, first_doc, dimensions):
         corpus.copy_batch(cursor.cursor, (tenant.pk, connector.pk), batch, principals, dimensions)
         bar.update(len(batch.chunk_ids))
-    corpus.insert_chunks(cursor, tenant.pk, connector.pk)
+    corpus.insert_chunks(cursor, tenant.pk, connector.pk, terms)
     return int(tenant.pk)
 
 
@@ -301,8 +302,9 @@ def measure_child(args: argparse.Namespace) -> None:
     setup_django(args.database)
     pushed = None
     if spec["backend"] == "opensearch":
-        from bench.opensearch_paths import push_corpus
+        from bench.opensearch_paths import push_corpus, wipe_indices
 
+        wipe_indices()  # an earlier run's entries under this prefix would take k slots
         pushed = push_corpus()
     figures = {
         label: measure_tenant(tenant_id, args.queries, args.warmup, args.seed)

@@ -119,8 +119,11 @@ class ExternalIndex(KnowledgeRetrievalBackend):
         """
         raise NotImplementedError("subclasses of ExternalIndex must provide sync_document_deletions()")
 
-    def start_index_generation(self, dimensions: Sequence[int]) -> int:
-        """Create an empty new generation (for these vector dimensions) to rebuild into."""
+    def start_index_generation(
+        self, dimensions: Sequence[int], *, storages: Sequence[str] = ("vector",)
+    ) -> int:
+        """Create an empty new generation (for these vector dimensions, in these storages: `vector`,
+        `halfvec`) to rebuild into."""
         raise NotImplementedError("subclasses of ExternalIndex must provide start_index_generation()")
 
     def activate_index_generation(self, generation: int) -> None:

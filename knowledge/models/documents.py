@@ -239,5 +239,6 @@ class ChunkEmbedding(SearchFilterFields):
         """The stored vector, whichever column holds it."""
         if self.embedding is not None:
             return [float(v) for v in self.embedding]
-        assert self.embedding_half is not None, "a vector row holds one of its two columns"
-        return [float(v) for v in self.embedding_half.to_list()]
+        half = self.embedding_half
+        assert half is not None, "a vector row holds one of its two columns"
+        return [float(v) for v in (half.to_list() if hasattr(half, "to_list") else half)]

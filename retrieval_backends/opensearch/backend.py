@@ -25,6 +25,7 @@ from retrieval_backends.types import (
     SearchScope,
     keyword_lane_can_match,
     vector_lane_can_match,
+    vector_storage,
 )
 
 
@@ -83,7 +84,8 @@ class OpenSearchRetrievalBackend(ExternalIndex):
         if not vector_lane_can_match(scope, query_embedding, dimensions, limit):
             return []
         body = vector_body(scope, query_embedding, limit, model, self.lane_timeout_ms)
-        return to_hits(self._search(self.names.vectors(dimensions), body), cosine_from_lucene=True)
+        index = self.names.vectors(dimensions, vector_storage(model))
+        return to_hits(self._search(index, body), cosine_from_lucene=True)
 
     def keyword_search(
         self, scope: SearchScope, query_text: str, languages: Sequence[str], limit: int, *, text_hits: int = 0
@@ -131,8 +133,10 @@ class OpenSearchRetrievalBackend(ExternalIndex):
     def sync_document_deletions(self, deletions: Mapping[int, int]) -> dict[int, str]:
         return writes.delete_documents(self.client, self.names, deletions)
 
-    def start_index_generation(self, dimensions: Sequence[int]) -> int:
-        return generations.start(self.client, self.names, dimensions)
+    def start_index_generation(
+        self, dimensions: Sequence[int], *, storages: Sequence[str] = ("vector",)
+    ) -> int:
+        return generations.start(self.client, self.names, dimensions, storages)
 
     def activate_index_generation(self, generation: int) -> None:
         generations.activate(self.client, self.names, generation)

@@ -17,11 +17,13 @@ def _physical_indices(client: OpenSearch, names: Names) -> list[str]:
     return sorted(k for k in found if k not in {"error", "status"})
 
 
-def start(client: OpenSearch, names: Names, dimensions: Sequence[int]) -> int:
+def start(client: OpenSearch, names: Names, dimensions: Sequence[int], storages: Sequence[str]) -> int:
     """Create the next generation's (empty) indices; returns its number."""
     generation = 1 + max((names.generation_of(i) for i in _physical_indices(client, names)), default=0)
     targets = [(names.chunks, chunks_body())] + [
-        (names.vectors(d), vectors_body(d)) for d in sorted(set(dimensions))
+        (names.vectors(d, s), vectors_body(d, s))
+        for d in sorted(set(dimensions))
+        for s in sorted(set(storages))
     ]
     for alias, body in targets:
         physical = names.physical(alias, generation)

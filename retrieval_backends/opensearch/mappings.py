@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from typing import Any
 
 # Our language names (PostgreSQL text-search configurations) -> OpenSearch analyzers.
@@ -55,6 +56,15 @@ FILTER_FIELDS: dict[str, Any] = {
 # Fields added after indices existed: put into older indices' mappings on first use.
 ADDED_FIELDS: dict[str, Any] = {"doc_version": {"type": "long"}}
 MARKER_FIELDS: dict[str, Any] = {"marker_of": {"type": "long"}}
+BYTE_SUFFIX = "-byte"
+
+
+def as_bytes(vector: Sequence[float]) -> list[int]:
+    """A vector as lucene byte-vector components: scaled so its largest component is +-127, then
+    rounded. Cosine similarity does not depend on a vector's length, so only the rounding is lost."""
+    largest = max((abs(v) for v in vector), default=0.0)
+    scale = 127.0 / largest if largest > 0 else 0.0
+    return [max(-128, min(127, round(v * scale))) for v in vector]
 
 
 def analyzer_for(language: str) -> str:
@@ -82,8 +92,10 @@ class Names:
     def chunks(self) -> str:
         return f"{self.prefix}-chunks"
 
-    def vectors(self, dimensions: int) -> str:
-        return f"{self.prefix}-vectors-{int(dimensions)}"
+    def vectors(self, dimensions: int, storage: str = "vector") -> str:
+        """A dimension's vector index; `halfvec` storage has its own, of byte vectors."""
+        suffix = BYTE_SUFFIX if storage == "halfvec" else ""
+        return f"{self.prefix}-vectors-{int(dimensions)}{suffix}"
 
     @property
     def all_aliases(self) -> str:
@@ -97,8 +109,15 @@ class Names:
         return int(match.group(1)) if match else 0
 
     def dimensions_of(self, alias: str) -> int | None:
-        match = re.fullmatch(re.escape(self.prefix) + r"-vectors-(\d+)", alias)
-        return int(match.group(1)) if match else None
+        space = self.space_of(alias)
+        return space[0] if space else None
+
+    def space_of(self, alias: str) -> tuple[int, str] | None:
+        """(dimensions, storage) of a vector alias; None for any other name."""
+        match = re.fullmatch(re.escape(self.prefix) + r"-vectors-(\d+)(" + BYTE_SUFFIX + ")?", alias)
+        if match is None:
+            return None
+        return int(match.group(1)), "halfvec" if match.group(2) else "vector"
 
 
 def index_settings() -> dict[str, Any]:
@@ -118,12 +137,14 @@ def chunks_body() -> dict[str, Any]:
     }
 
 
-def vectors_body(dimensions: int) -> dict[str, Any]:
-    vector = {
+def vectors_body(dimensions: int, storage: str = "vector") -> dict[str, Any]:
+    vector: dict[str, Any] = {
         "type": "knn_vector",
         "dimension": int(dimensions),
         "method": {"name": "hnsw", "engine": "lucene", "space_type": "cosinesimil"},
     }
+    if storage == "halfvec":  # a byte a dimension (lucene has no fp16 encoding; faiss's is native code)
+        vector["data_type"] = "byte"
     properties = {**FILTER_FIELDS, "model": {"type": "keyword"}, "vector": vector}
     return {
         "settings": {"index": {**index_settings(), "knn": True}},

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from retrieval_backends.opensearch.mappings import text_fields
-from retrieval_backends.types import LaneHit, SearchScope
+from retrieval_backends.opensearch.mappings import as_bytes, text_fields
+from retrieval_backends.types import LaneHit, SearchScope, vector_storage
 
 SOURCE = ["chunk_id", "document_id", "chunk_index"]
 
@@ -37,7 +37,8 @@ def vector_body(
     if model is not None:
         filters.append({"term": {"model": model}})
     # The filter sits inside the knn clause (lucene's efficient filtering): k results that pass it.
-    knn = {"vector": [float(v) for v in vector], "k": limit, "filter": {"bool": {"filter": filters}}}
+    values = as_bytes(vector) if vector_storage(model) == "halfvec" else [float(v) for v in vector]
+    knn = {"vector": values, "k": limit, "filter": {"bool": {"filter": filters}}}
     return {
         "size": limit,
         "_source": SOURCE,

@@ -34,12 +34,13 @@ from retrieval_backends.opensearch.mappings import (
     ADDED_FIELDS,
     MARKER_FIELDS,
     Names,
+    as_bytes,
     chunks_body,
     model_key,
     text_fields,
     vectors_body,
 )
-from retrieval_backends.types import DocumentState, MirroredChunk
+from retrieval_backends.types import DocumentState, MirroredChunk, vector_storage
 
 MAX_ACTIONS = 500  # documents per bulk request (each ~4 KB with a 384-d vector)
 # Documents per delete-by-query. Each document's condition is five clauses (bool, term, range, bool,
@@ -58,8 +59,8 @@ class IndexTargets:
         alias = self.names.chunks
         return alias if self.generation is None else self.names.physical(alias, self.generation)
 
-    def vectors(self, dimensions: int) -> str:
-        alias = self.names.vectors(dimensions)
+    def vectors(self, dimensions: int, storage: str = "vector") -> str:
+        alias = self.names.vectors(dimensions, storage)
         return alias if self.generation is None else self.names.physical(alias, self.generation)
 
 
@@ -86,8 +87,8 @@ def ensure_index(
 
 
 def body_for(names: Names, alias: str) -> dict[str, Any]:
-    dimensions = names.dimensions_of(alias)
-    return chunks_body() if dimensions is None else vectors_body(dimensions)
+    space = names.space_of(alias)
+    return chunks_body() if space is None else vectors_body(*space)
 
 
 def marker_id(document_id: int) -> str:
@@ -123,8 +124,11 @@ def document_actions(state: DocumentState, targets: IndexTargets) -> Iterator[Ac
         source = {**_filters(state, chunk), title_field: state.title, text_field: chunk.content}
         yield targets.chunks(), str(chunk.chunk_id), source, version
         for model, vector in sorted(chunk.vectors.items()):
-            vector_source = {**_filters(state, chunk), "model": model, "vector": list(vector)}
-            yield targets.vectors(len(vector)), f"{chunk.chunk_id}.{model_key(model)}", vector_source, version
+            storage = vector_storage(model)
+            values = as_bytes(vector) if storage == "halfvec" else list(vector)
+            vector_source = {**_filters(state, chunk), "model": model, "vector": values}
+            index = targets.vectors(len(vector), storage)
+            yield index, f"{chunk.chunk_id}.{model_key(model)}", vector_source, version
 
 
 def marker(document_id: int, version: int) -> dict[str, Any]:

@@ -18,6 +18,7 @@ database available) and mixes in what the backend offers:
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -25,7 +26,7 @@ import pytest
 
 from retrieval_backends.base import BackendUnavailable, ExternalIndex, KnowledgeRetrievalBackend, LaneTimedOut
 from retrieval_backends.testing.corpus import DIM, Corpus, basis, build_corpus
-from retrieval_backends.types import LaneHit, SearchScope
+from retrieval_backends.types import HALFVEC_SUFFIX, LaneHit, SearchScope
 
 
 class _Base:
@@ -152,6 +153,23 @@ class DimensionContract(_Base):
         assert "wide" not in self.vector(corpus, corpus.alice_scope(), basis(0))
         hits = corpus.backend.vector_search(corpus.alice_scope(), basis(0, dim=768), 768, 5, model="other")
         assert hits == []
+
+    def test_half_precision_vectors_rank_like_full_ones(self, corpus: Corpus) -> None:
+        """A model key ending in `@halfvec` is stored compactly (PostgreSQL's halfvec, an external
+        index's own encoding) and ranks as its full-precision copy does, filters included."""
+        rng = random.Random(11)
+        vectors = [tuple(rng.gauss(0, 1) for _ in range(DIM)) for _ in range(12)]
+        for model in ("full-model", "full-model" + HALFVEC_SUFFIX):
+            for i, vector in enumerate(vectors):
+                tokens = ("public",) if i % 3 else ("u:nobody",)
+                corpus.add(f"{model}-{i}", [f"chunk {i}"], [vector], model=model, tokens=tokens)
+        query = tuple(rng.gauss(0, 1) for _ in range(DIM))
+        ranked = {}
+        for model in ("full-model", "full-model" + HALFVEC_SUFFIX):
+            hits = corpus.backend.vector_search(corpus.alice_scope(), query, DIM, 5, model=model)
+            ranked[model] = [corpus.key_of(h.document_id).rsplit("-", 1)[1] for h in hits]
+            assert all(int(i) % 3 for i in ranked[model])  # the private ones never come back
+        assert ranked["full-model"] == ranked["full-model" + HALFVEC_SUFFIX]
 
 
 class TimeoutContract(_Base):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from opensearchpy import OpenSearch
 
 from bench.common import ROOT, bench_url
 from bench.scale import size_class, tenant_sizes
@@ -34,6 +35,9 @@ def databases() -> Iterator[None]:
     with psycopg.connect(admin, autocommit=True) as conn:
         for name in (DATABASE, f"{DATABASE}_alone"):
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    url = os.environ.get("OPENSEARCH_URL", "")
+    if url:  # the run's indices (bench/scale.py names them after the database)
+        OpenSearch(url).indices.delete(index=DATABASE.replace("_", "-") + "-*", ignore=404)
 
 
 @pytest.mark.opensearch

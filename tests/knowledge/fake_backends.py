@@ -104,7 +104,9 @@ class RecordingIndexBackend(PostgresRetrievalBackend, ExternalIndex):
             self.deleted.add(document_id)
         return {}
 
-    def start_index_generation(self, dimensions: Sequence[int]) -> int:
+    def start_index_generation(
+        self, dimensions: Sequence[int], *, storages: Sequence[str] = ("vector",)
+    ) -> int:
         return 1
 
     def activate_index_generation(self, generation: int) -> None:

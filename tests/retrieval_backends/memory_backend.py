@@ -165,7 +165,9 @@ class MemoryIndex(ExternalIndex):
                 documents.pop(document_id, None)
         return {}
 
-    def start_index_generation(self, dimensions: Sequence[int]) -> int:
+    def start_index_generation(
+        self, dimensions: Sequence[int], *, storages: Sequence[str] = ("vector",)
+    ) -> int:
         generation = max(self.generations) + 1
         self.generations[generation] = {}
         return generation

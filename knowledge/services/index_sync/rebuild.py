@@ -20,6 +20,7 @@ from knowledge.services.index_sync.snapshot import read_snapshot
 from knowledge.store.sync_marks import mark_clean
 from retrieval_backends.base import BackendError, ExternalIndex
 from retrieval_backends.registry import get_backend
+from retrieval_backends.types import vector_storage
 
 
 class RebuildFailed(BackendError):
@@ -43,7 +44,9 @@ def index_rebuild(*, batch_size: int = 200, on_progress: Callable[[int], None] |
         if not held:
             raise RebuildFailed("pushes kept the index busy for a minute; try again")
         dimensions = sorted(set(ChunkEmbedding.objects.values_list("dimensions", flat=True).distinct()))
-        generation = backend.start_index_generation(dimensions)
+        models = ChunkEmbedding.objects.values_list("model", flat=True).distinct()
+        storages = sorted({vector_storage(model) for model in models}) or ["vector"]
+        generation = backend.start_index_generation(dimensions, storages=storages)
         try:
             count = _fill(backend, generation, batch_size, on_progress)
             backend.activate_index_generation(generation)
