@@ -310,7 +310,44 @@ def measure_child(args: argparse.Namespace) -> None:
         label: measure_tenant(tenant_id, args.queries, args.warmup, args.seed)
         for label, tenant_id in spec["tenants"].items()
     }
-    print(json.dumps({"pushed": pushed, "tenants": figures}))
+    memory = opensearch_memory() if spec["backend"] == "opensearch" else postgres_memory()
+    print(json.dumps({"pushed": pushed, "tenants": figures, "memory": memory}))
+
+
+def postgres_memory() -> dict[str, int]:
+    """Bytes of each search relation in shared buffers after the measured searches (what they kept
+    hot; the OS page cache holds more), and the size of the vector graphs a search walks."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_buffercache")
+        cursor.execute(
+            "SELECT CASE WHEN c.relname LIKE %s THEN 'tenant hnsw indexes' ELSE c.relname END, "
+            "count(*) * current_setting('block_size')::int FROM pg_buffercache b "
+            "JOIN pg_class c ON b.relfilenode = pg_relation_filenode(c.oid) "
+            "WHERE b.reldatabase = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+            "GROUP BY 1 ORDER BY 2 DESC LIMIT 12",
+            [TENANT_INDEX_PREFIX + "%"],
+        )
+        return {f"shared_buffers.{name}": int(size) for name, size in cursor.fetchall()}
+
+
+def opensearch_memory() -> dict[str, int]:
+    """The node's JVM heap in use, and the vector indices' size (lucene reads vectors and graphs
+    through the OS page cache, off the heap)."""
+    from retrieval_backends.registry import get_backend
+
+    client = get_backend().client  # type: ignore[attr-defined]
+    stats = client.nodes.stats(metric="jvm")
+    heap = sum(node["jvm"]["mem"]["heap_used_in_bytes"] for node in stats["nodes"].values())
+    indices = client.indices.stats(index=get_backend().names.all_aliases, metric="store")  # type: ignore[attr-defined]
+    vectors = sum(
+        v["total"]["store"]["size_in_bytes"] for k, v in indices["indices"].items() if "-vectors-" in k
+    )
+    chunks = sum(
+        v["total"]["store"]["size_in_bytes"] for k, v in indices["indices"].items() if "-chunks" in k
+    )
+    return {"jvm_heap_used": int(heap), "vector_indices": int(vectors), "chunk_index": int(chunks)}
 
 
 def representatives(sizes: list[int]) -> dict[str, int]:
@@ -369,8 +406,13 @@ def report_lines(figures: dict[str, Any]) -> list[str]:
         lines.append(
             f"\n{backend} (p50/p95 ms; in brackets: p95 of the same tenant alone in its own database)"
         )
+        if shared.get("pushed"):
+            pushed = shared["pushed"]
+            lines.append(f"pushed {pushed['documents']} documents in {pushed['seconds']} s")
+        memory = ", ".join(f"{k} {v / 2**20:.0f} MB" for k, v in shared.get("memory", {}).items())
+        lines.append(f"memory: {memory}")
         lines.append(
-            "class      size     vis   hybrid            vector            keyword           recall@10"
+            "class      size     dims vis   hybrid            vector            keyword           recall@10"
         )
         for label, levels in shared["tenants"].items():
             alone = figures["alone"].get(label, {}).get(backend, {}).get("tenants", {}).get("alone", {})
@@ -385,7 +427,8 @@ def report_lines(figures: dict[str, Any]) -> list[str]:
                     cells.append(cell.ljust(17))
                 recall = "n/a" if row["recall_at_10"] is None else f"{row['recall_at_10']:.3f}"
                 size = figures["sizes"][label]
-                lines.append(f"{label:<10} {size:<8} {level:<5} {' '.join(cells)} {recall}")
+                dims = levels["dimensions"]
+                lines.append(f"{label:<10} {size:<8} {dims:<4} {level:<5} {' '.join(cells)} {recall}")
     return lines
 
 

@@ -184,6 +184,7 @@ RETRIEVAL_BACKENDS: dict[str, dict[str, Any]] = {
             "verify_certs": cfg.boolean("OPENSEARCH_VERIFY_CERTS", True),
             "index_prefix": cfg.index_prefix("OPENSEARCH_INDEX_PREFIX", "knowledge"),
             "timeout_ms": cfg.positive_int("OPENSEARCH_TIMEOUT_MS", 10000),
+            "http_compress": cfg.boolean("OPENSEARCH_HTTP_COMPRESS", False),
             "lane_timeout_ms": KNOWLEDGE_LANE_TIMEOUT_MS,
         },
     },

@@ -43,11 +43,14 @@ class OpenSearchRetrievalBackend(ExternalIndex):
         index_prefix: str = "knowledge",
         timeout_ms: int = 10000,
         lane_timeout_ms: int = 2000,
+        http_compress: bool = False,
         **options: Any,
     ) -> None:
         super().__init__(**options)
         self.names = Names(index_prefix)
-        self.client_options = ClientOptions(url, username, password, ca_certs, verify_certs, timeout_ms)
+        self.client_options = ClientOptions(
+            url, username, password, ca_certs, verify_certs, timeout_ms, http_compress=http_compress
+        )
         self.lane_timeout_ms = lane_timeout_ms
 
     @cached_property

@@ -27,6 +27,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
 
+import orjson
 from opensearchpy import OpenSearch
 
 from retrieval_backends.opensearch.client import call
@@ -135,13 +136,14 @@ def marker(document_id: int, version: int) -> dict[str, Any]:
     return {"marker_of": document_id, "doc_version": version}
 
 
-def _bulk_lines(actions: Sequence[Action]) -> str:
+def _bulk_lines(actions: Sequence[Action]) -> bytes:
+    # orjson: the vectors' floats made json.dumps a tenth of a push's time.
     lines = []
     for index, doc_id, source, version in actions:
         meta = {"_index": index, "_id": doc_id, "version": version, "version_type": "external_gte"}
-        lines.append(json.dumps({"index": meta}))
-        lines.append(json.dumps(source))
-    return "\n".join(lines) + "\n"
+        lines.append(orjson.dumps({"index": meta}))
+        lines.append(orjson.dumps(source))
+    return b"\n".join(lines) + b"\n"
 
 
 def _bulk(client: OpenSearch, actions: list[Action], owners: list[int]) -> dict[int, str]:
