@@ -207,6 +207,27 @@ EXACT_VECTOR = (
 )
 
 
+def sql_rows(statement: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params or [])
+        return list(cursor.fetchall())
+
+
+def sql_run(statement: str, params: list[Any] | None = None) -> None:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params or [])
+
+
+def exact_truth(tenant_id: int, model: str, scope: Any, vector: list[float]) -> list[int]:
+    """The scope's exact top 10 among the tenant's vectors of `model` (full precision)."""
+    tokens = sorted(scope.principal_tokens)
+    return sql_ids(EXACT_VECTOR, [tenant_id, model, tokens, vector_text(vector), LIMIT])
+
+
 def tenant_space(tenant_id: int) -> tuple[int, str]:
     """The tenant's (dimensions, model)."""
     from knowledge.models import ChunkEmbedding
@@ -269,8 +290,7 @@ def measure_tenant(tenant_id: int, queries: int, warmup: int, seed: int) -> dict
     for level, group in corpus.VISIBILITY.items():
         scope = scope_for(tenant_id, group)
         runs = run_interleaved(asked, warmup, paths(backend, scope, space))
-        token = sorted(scope.principal_tokens)
-        truth = [sql_ids(EXACT_VECTOR, [tenant_id, space[1], token, vector_text(q[0]), LIMIT]) for q in asked]
+        truth = [exact_truth(tenant_id, space[1], scope, q[0]) for q in asked]
         out[level] = {name: summary([t for t, _ in samples]) for name, samples in runs.items()}
         out[level]["recall_at_10"] = visible_recall([ids for _, ids in runs["vector"]], truth)
     return out
@@ -348,6 +368,24 @@ def opensearch_memory() -> dict[str, int]:
         v["total"]["store"]["size_in_bytes"] for k, v in indices["indices"].items() if "-chunks" in k
     )
     return {"jvm_heap_used": int(heap), "vector_indices": int(vectors), "chunk_index": int(chunks)}
+
+
+def representatives_384() -> dict[str, tuple[int, int]]:
+    """Per size class, the biggest 384-d tenant: class -> (tenant id, vectors)."""
+    from django.db.models import Count
+
+    from knowledge.models import ChunkEmbedding
+
+    rows = (
+        ChunkEmbedding.objects.filter(dimensions=384, model__endswith="-384")
+        .values("tenant_id")
+        .annotate(n=Count("id"))
+        .order_by("-n")
+    )
+    chosen: dict[str, tuple[int, int]] = {}
+    for row in rows:
+        chosen.setdefault(size_class(row["n"]), (row["tenant_id"], row["n"]))
+    return chosen
 
 
 def representatives(sizes: list[int]) -> dict[str, int]:

@@ -76,6 +76,13 @@ DATABASES = {
 }
 DATABASES["default"]["CONN_MAX_AGE"] = cfg.positive_int("DATABASE_CONN_MAX_AGE", 60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# A streaming read replica of that database: the PostgreSQL backend sends a tenant's lanes to it once
+# it has replayed the tenant's last access change (README, "Read replicas"). Empty: none.
+if env.str("KNOWLEDGE_READ_REPLICA_URL", default=""):
+    DATABASES["replica"] = cfg.postgres_database("KNOWLEDGE_READ_REPLICA_URL", "")
+    DATABASES["replica"]["CONN_MAX_AGE"] = DATABASES["default"]["CONN_MAX_AGE"]
+    DATABASES["replica"]["CONN_HEALTH_CHECKS"] = True
+    DATABASES["replica"]["TEST"] = {"MIRROR": "default"}  # the suite never creates a test copy of it
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis and Celery --------------------------------------------------------------------------------
@@ -169,6 +176,7 @@ RETRIEVAL_BACKENDS: dict[str, dict[str, Any]] = {
             "lane_timeout_ms": KNOWLEDGE_LANE_TIMEOUT_MS,
             "exact_scan_max_rows": cfg.positive_int("KNOWLEDGE_EXACT_SCAN_MAX_ROWS", 5000),
             "tenant_index_min_vectors": cfg.positive_int("KNOWLEDGE_TENANT_INDEX_MIN_VECTORS", 5000),
+            "read_replica": "replica" if "replica" in DATABASES else None,
             "bm25_k1": cfg.positive_float("KNOWLEDGE_BM25_K1", 1.2),
             "bm25_b": cfg.unit_float("KNOWLEDGE_BM25_B", 0.75),
             "keyword_candidate_budget": cfg.positive_int("KNOWLEDGE_KEYWORD_CANDIDATE_BUDGET", 500),

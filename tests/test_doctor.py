@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from io import StringIO
 
 import pytest
@@ -10,6 +11,8 @@ from django.core.management import CommandError, call_command
 from knowledge.models import KeywordStatistics, Tenant
 from knowledge.pipeline.registry import LAYERS
 from knowledge.services.documents import CLIENT_MODEL
+from knowledge.services.vector_indexes import vector_indexes_maintain
+from retrieval_backends.registry import reset_backend
 from tests.factories import ChunkEmbeddingFactory, ChunkFactory
 
 pytestmark = pytest.mark.django_db
@@ -145,4 +148,32 @@ def test_missing_keyword_statistics_are_a_warning_with_the_command() -> None:
     assert line(lines, "keyword statistics") == (
         f"WARN keyword statistics: tenant {slug}: missing for english, so keyword search ranks "
         f"with ts_rank instead of BM25 → run `manage.py rebuild_keyword_statistics --tenant {slug}`"
+    )
+
+
+@pytest.fixture
+def threshold_of_three(settings) -> Iterator[None]:  # type: ignore[no-untyped-def]
+    postgres = settings.RETRIEVAL_BACKENDS["postgres"]
+    options = {**postgres["OPTIONS"], "tenant_index_min_vectors": 3}
+    settings.RETRIEVAL_BACKENDS = {
+        **settings.RETRIEVAL_BACKENDS,
+        "postgres": {**postgres, "OPTIONS": options},
+    }
+    reset_backend()
+    yield
+    reset_backend()
+
+
+@pytest.mark.usefixtures("threshold_of_three")
+def test_a_tenant_past_the_threshold_without_its_graph_is_a_warning_until_built() -> None:
+    chunk = ChunkFactory.create()
+    for index in range(4):
+        other = ChunkFactory.create(document=chunk.document, chunk_index=index + 1)
+        ChunkEmbeddingFactory.create(chunk=other, tenant=chunk.tenant, connector=chunk.connector)
+    lines, _ = doctor()
+    assert line(lines, "vector indexes").startswith("WARN vector indexes: 1 tenant graph(s) due: ")
+    vector_indexes_maintain(min_vectors=3)
+    lines, _ = doctor()
+    assert line(lines, "vector indexes") == (
+        "OK   vector indexes: 1 tenant graph(s) ready; smaller tenants are searched exactly"
     )

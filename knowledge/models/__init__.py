@@ -1,5 +1,6 @@
 """Canonical models; PostgreSQL is the source of truth for everything search returns."""
 
+from knowledge.models.access_marks import TenantAccessMark
 from knowledge.models.api_keys import ApiKey
 from knowledge.models.audit import AccessAudit, SearchAudit
 from knowledge.models.connectors import Connector
@@ -34,4 +35,5 @@ __all__ = [
     "SearchAudit",
     "SyncRun",
     "Tenant",
+    "TenantAccessMark",
 ]

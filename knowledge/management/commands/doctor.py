@@ -18,9 +18,12 @@ from knowledge.pipeline.active import active_embedder, active_spec
 from knowledge.pipeline.embedders.local import LocalEmbedder
 from knowledge.pipeline.embedders.query_model import built_query_model
 from knowledge.pipeline.validation import validate_pipeline
+from knowledge.selectors.vector_indexes import vector_index_states
 from knowledge.services.documents import CLIENT_MODEL
+from knowledge.services.vector_indexes import serving_threshold
 from knowledge.store import diagnostics
 from knowledge.store.lookups import has_keyword_statistics, text_search_languages
+from knowledge.store.replica import replica_lag_seconds
 from knowledge.store.vectors import embedding_inventory
 from retrieval_backends.base import ExternalIndex
 from retrieval_backends.registry import get_backend
@@ -200,10 +203,40 @@ def check_query_model() -> list[Finding]:
     return [_ok("query model", f"search queries use the quantized copy {built}")]
 
 
+def check_vector_indexes() -> list[Finding]:
+    """Tenants past the threshold without their own HNSW graph search exactly, which grows slow."""
+    threshold = serving_threshold()
+    if threshold is None:
+        return []
+    states = vector_index_states(min_vectors=threshold)
+    due = [s for s in states if s.state in ("missing", "invalid", "orphaned")]
+    if due:
+        names = ", ".join(f"{s.tenant} ({s.space.dimensions}-d, {s.state})" for s in due[:5])
+        fix = "the bulk worker builds them within minutes; or run `manage.py vector_indexes --apply`"
+        return [Finding("WARN", "vector indexes", f"{len(due)} tenant graph(s) due: {names}", fix)]
+    ready = sum(1 for s in states if s.state == "ready")
+    return [_ok("vector indexes", f"{ready} tenant graph(s) ready; smaller tenants are searched exactly")]
+
+
+def check_read_replica() -> list[Finding]:
+    alias = getattr(get_backend(), "read_replica", None)
+    if alias is None:
+        return []
+    try:
+        lag = replica_lag_seconds(alias)
+    except Exception as exc:  # unreachable: searches stay on the primary
+        message = f"unreachable ({exc}); searches run on the primary"
+        return [Finding("WARN", "read replica", message, "check KNOWLEDGE_READ_REPLICA_URL")]
+    return [_ok("read replica", f"streaming, {lag:.1f} s behind; a tenant's search uses it once it "
+                "has replayed the tenant's last access change")]  # fmt: skip
+
+
 DATABASE_CHECKS: tuple[Callable[[], list[Finding]], ...] = (
     check_backend,
     check_keyword_statistics,
     check_embeddings,
+    check_vector_indexes,
+    check_read_replica,
 )
 
 
