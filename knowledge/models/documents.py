@@ -17,6 +17,8 @@ from knowledge.models.tenancy import Environment, Tenant
 
 # SQL function (migration 0010) mapping a chunk's tsvector to `<tenant id>:<lexeme>` lexemes.
 TENANT_LEXEMES_FUNCTION = "knowledge_tenant_lexemes"
+# SQL function (migration 0036) mapping an ACL to `<tenant id>:<token>` tokens.
+TENANT_TOKENS_FUNCTION = "knowledge_tenant_tokens"
 
 
 class Document(models.Model):
@@ -229,7 +231,14 @@ class ChunkEmbedding(SearchFilterFields):
         ]
         indexes = [
             models.Index(fields=["tenant", "dimensions", "model"], name="chunk_embedding_filter"),
-            GinIndex(fields=["acl_tokens"], name="chunk_embedding_acl_gin"),
+            # ACL tokens prefixed with the tenant (migration 0036): an exact scan finds exactly the
+            # scope's visible rows of its tenant in one index, and ANALYZE keeps each tenant's own
+            # token frequencies for the visibility estimate. No pending list, as the lexeme index.
+            GinIndex(
+                Func(F("tenant"), F("acl_tokens"), function=TENANT_TOKENS_FUNCTION),
+                name="chunk_embedding_tenant_acl_gin",
+                fastupdate=False,
+            ),
         ]
 
     def __str__(self) -> str:

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.django_db
 
 # pg_proc.prosrc keeps a function's body as written: the text between its dollar quotes.
 FUNCTION = re.compile(r"CREATE OR REPLACE FUNCTION (\w+)\(.*?\$\$(.*?)\$\$", re.DOTALL)
-TRIGGER = re.compile(r"CREATE TRIGGER (\w+)")
+TRIGGER = re.compile(r"CREATE (?:CONSTRAINT )?TRIGGER (\w+)")
 
 
 def current_functions() -> dict[str, str]:

@@ -6,7 +6,8 @@ connector synced over a folder whose files and ACL sidecar change between steps,
 content edits, override clears, soft deletes, restores and deletes (the real admin forms and
 actions), a Slack connector (against the local Slack stub) whose channel members change and whose
 member list can fail to read, synced in full or permissions only, and a blue/green reindex to
-another embedder and back. The machine keeps its own model
+another embedder and back (or to half-precision storage and back), and per-tenant HNSW graphs built
+under writes. The machine keeps its own model
 of what each document should be (content, source ACL, admin override, deletion and its origin), and of
 the admin's decisions kept by source id, which outlive a prune or a delete and apply again when the
 document comes back.
@@ -51,6 +52,7 @@ from knowledge.models import (
 )
 from knowledge.pipeline.active import active_embedder, active_spec
 from knowledge.pipeline.chunkers.base import ChunkSource
+from knowledge.pipeline.embedders.storage import split_spec, with_storage
 from knowledge.pipeline.registry import configured_name, get_chunker
 from knowledge.search import search_chunks
 from knowledge.selectors.scopes import search_scope_for_key
@@ -58,8 +60,11 @@ from knowledge.services.connector_sync import connector_sync
 from knowledge.services.jobs import job_run
 from knowledge.services.permission_sync import connector_permissions_sync
 from knowledge.services.reindex import reindex_backfill, reindex_job_for, reindex_switch
+from knowledge.services.vector_indexes import vector_indexes_maintain
 from knowledge.source_stubs.server import StubServer, serving
 from knowledge.source_stubs.slack import TOKEN, Channel, SlackWorld
+from retrieval_backends.postgres import PostgresRetrievalBackend
+from retrieval_backends.types import SearchScope
 from tests.api.conftest import bearer, issue_key
 from tests.factories import UserFactory
 from tests.knowledge.admin_forms import post_document_action, post_document_change, post_policy_action
@@ -436,12 +441,23 @@ class WritePaths(RuleBasedStateMachine):
         del self.world.expected[key]
 
     # --- reindex ------------------------------------------------------------------------------------
-    @rule()
-    def reindex_to_the_other_embedder(self) -> None:
-        target = OTHER_EMBEDDER if active_spec() != OTHER_EMBEDDER else configured_name("embedder")
+    @rule(half=st.booleans())
+    def reindex_to_the_other_embedder(self, half: bool) -> None:
+        """Another model, or the same one stored at the other precision (converted, not embedded)."""
+        name, storage = split_spec(active_spec())
+        if half:
+            target = with_storage(name, "vector" if storage == "halfvec" else "halfvec")
+        else:
+            target = OTHER_EMBEDDER if name != OTHER_EMBEDDER else configured_name("embedder")
         job = reindex_job_for(spec=target)
         reindex_backfill(job=job)
         reindex_switch(job=job)
+
+    @rule()
+    def build_tenant_graphs(self) -> None:
+        """Every tenant's vectors get a graph of their own (the threshold at 0), so the invariant's
+        graph walk below searches through one."""
+        vector_indexes_maintain(min_vectors=0)
 
     # --- invariants ---------------------------------------------------------------------------------
     def _visible(self, user: str | None, bypass: bool, environment: str | None) -> set[int]:
@@ -468,6 +484,17 @@ class WritePaths(RuleBasedStateMachine):
                     hits = search_chunks(scope=scope, query_text=QUERY, lanes=(lane,), limit=100).hits
                     found = {h.document_id for h in hits}
                     assert found == allowed, f"{lane} lane as {user or 'bypass'} in {environment}"
+                walked = self._graph_walk(scope)
+                assert walked <= allowed, f"the graph walk as {user or 'bypass'} in {environment}"
+
+    def _graph_walk(self, scope: SearchScope) -> set[int]:
+        """The vector lane forced onto the tenant's HNSW graph (no exact scan), where one exists:
+        it may find fewer rows than the exact scan, never one outside the scope."""
+        embedder = active_embedder()
+        vector = embedder.embed_queries([QUERY])[0]
+        walker = PostgresRetrievalBackend(exact_scan_max_rows=0)
+        hits = walker.vector_search(scope, vector, embedder.dimension, 3, model=embedder.name)
+        return {h.document_id for h in hits}
 
     @invariant()
     def stored_rows_agree_with_the_model(self) -> None:

@@ -108,6 +108,8 @@ def vector_search(
         return []
     where, params = candidate_where(scope, dimensions, model)
     args = [vector_literal(query), *params, limit, text_hits]
+    exact_where, exact_params = candidate_where(scope, dimensions, model, tenant_tokens=True)
+    exact_args = [vector_literal(query), *exact_params, limit, text_hits]
     storage = vector_storage(model)
     if _has_own_index(vector_indexes.VectorSpace(scope.tenant_id, dimensions, storage), estimates):
         # Statistics change only with ANALYZE; a stale estimate just picks the other (correct) path.
@@ -124,7 +126,7 @@ def vector_search(
             )
             if len(rows) >= limit:
                 return rows_to_hits(rows)
-    [rows] = lane_fetch(timeout_ms, [(_exact_sql(where, storage), args)], **COMMON_GUCS)
+    [rows] = lane_fetch(timeout_ms, [(_exact_sql(exact_where, storage), exact_args)], **COMMON_GUCS)
     return rows_to_hits(rows)
 
 
