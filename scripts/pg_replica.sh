@@ -25,7 +25,11 @@ bin_dir() {
   echo "$found"
 }
 
-as_pg() { (cd "$PG_HOME" && runuser -u "$PG_USER" -- env PGPASSWORD=postgres "$@"); }
+# pg0's server links its own ICU and friends, as pg0 itself starts it.
+as_pg() {
+  local lib; lib="$(dirname "$(bin_dir)")/lib"
+  (cd "$PG_HOME" && runuser -u "$PG_USER" -- env PGPASSWORD=postgres LD_LIBRARY_PATH="$lib" "$@")
+}
 
 running() { [ -f "$DATA/postmaster.pid" ] && kill -0 "$(head -n 1 "$DATA/postmaster.pid")" 2>/dev/null; }
 
@@ -39,9 +43,15 @@ up() {
     log "copying the primary (127.0.0.1:$PG_PORT) with pg_basebackup"
     as_pg "$bin/pg_basebackup" -h 127.0.0.1 -p "$PG_PORT" -U postgres -D "$DATA" -R -X stream -c fast \
       || die "pg_basebackup failed"
+    # A standby refuses to replay with lower limits than its primary's (set on pg0's command line).
+    local limits
+    limits="$(as_pg "$bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -Atc \
+      "SELECT string_agg('-c ' || name || '=' || setting, ' ') FROM pg_settings WHERE name IN
+       ('max_connections', 'max_worker_processes', 'max_wal_senders', 'max_prepared_transactions',
+        'max_locks_per_transaction')")"
     as_pg "$bin/pg_ctl" -D "$DATA" -l "$DATA/replica.log" -w -t 60 start \
-      -o "-p $PORT -c listen_addresses=127.0.0.1 -c hot_standby=on -c hot_standby_feedback=on" >/dev/null \
-      || die "the replica did not start; see $DATA/replica.log"
+      -o "-p $PORT -c listen_addresses=127.0.0.1 -c hot_standby=on -c hot_standby_feedback=on $limits" \
+      >/dev/null || die "the replica did not start; see $DATA/replica.log"
     log "streaming from the primary on 127.0.0.1:$PORT"
   fi
   echo "KNOWLEDGE_READ_REPLICA_URL=postgres://postgres:postgres@127.0.0.1:$PORT/$DB"

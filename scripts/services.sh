@@ -2,6 +2,7 @@
 # Start, stop or report the services the project needs (PostgreSQL+pgvector, Redis, optionally OpenSearch).
 # Idempotent: `up` does nothing for a service that is already running.
 # Usage: scripts/services.sh up|down|status [postgres|redis|opensearch|all]
+# PG_SHARED_BUFFERS sets PostgreSQL's shared_buffers (default 512MB; a million chunks want several GB, README "Scale").
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -53,7 +54,7 @@ pg_up() {
   else
     log "starting postgres (pg0, PostgreSQL 18 + pgvector) on 127.0.0.1:$PG_PORT"
     (cd "$PG_HOME" && runuser -u "$PG_USER" -- "$(pg0_bin)" start --name "$PG_NAME" --port "$PG_PORT" \
-      -c shared_buffers=512MB -c work_mem=32MB -c maintenance_work_mem=512MB \
+      -c shared_buffers="${PG_SHARED_BUFFERS:-512MB}" -c work_mem=32MB -c maintenance_work_mem=512MB \
       -c max_connections=200 -c listen_addresses=127.0.0.1 >/dev/null) \
       || die "pg0 failed to start; see: runuser -u $PG_USER -- $(pg0_bin) logs --name $PG_NAME"
   fi

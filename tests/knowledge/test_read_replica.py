@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from django.db import connections
+from django.db.backends.postgresql.base import DatabaseWrapper
 
 from bench.common import ROOT
 from knowledge.pipeline.active import active_embedder
@@ -35,19 +36,21 @@ def replica_port() -> Iterator[int]:
 
 
 def _alias(name: str, port: int) -> Iterator[str]:
-    """A DATABASES alias for the test database on `port`."""
-    connections.settings[name] = {**connections["default"].settings_dict, "PORT": str(port)}
+    """A connection alias, in this thread, for the test database on `port`. Not in DATABASES: Django's
+    test case would flush it (a replica is read-only) or refuse it; the lanes here run in this thread."""
+    settings_dict = {**connections["default"].settings_dict, "PORT": str(port)}
+    connections[name] = DatabaseWrapper(settings_dict, alias=name)
     yield name
     connections[name].close()
     del connections[name]
-    del connections.settings[name]
 
 
 @pytest.fixture
 def replica_alias(replica_port: int) -> Iterator[str]:
-    yield from _alias("replica", replica_port)
-    with connections["replica"].cursor() as cursor:
-        cursor.execute("SELECT pg_wal_replay_resume()")
+    for alias in _alias("replica", replica_port):
+        yield alias
+        with connections[alias].cursor() as cursor:  # a failed test must not leave replay paused
+            cursor.execute("SELECT pg_wal_replay_resume()")
 
 
 def replayed(alias: str) -> None:
