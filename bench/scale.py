@@ -39,7 +39,6 @@ from bench.search_latency import (  # noqa: E402
 
 SERVING_URL = os.environ.get("DATABASE_URL", "")  # this checkout's, before setup_django points it here
 CLASSES = (("100k+", 100_000), ("10k-100k", 10_000), ("1k-10k", 1_000), ("<1k", 0))
-TENANT_INDEX_PREFIX = "chunk_embedding_hnsw_t"
 TABLES = ("knowledge_document", "knowledge_chunk", "knowledge_chunkembedding")
 
 
@@ -193,6 +192,8 @@ def _vector_indexes() -> float:
 def disk_bytes() -> dict[str, int]:
     """Each table's heap, TOAST and indexes, in bytes."""
     from django.db import connection
+
+    from knowledge.store.vector_indexes import PREFIX as TENANT_INDEX_PREFIX
 
     out: dict[str, int] = {}
     with connection.cursor() as cursor:
@@ -357,6 +358,8 @@ def postgres_prewarm(tenant_ids: list[int]) -> None:
     without this the first cells would measure the disk): their graphs, then vector and chunk rows."""
     from django.db import connection
 
+    from knowledge.store.vector_indexes import PREFIX as TENANT_INDEX_PREFIX
+
     graphs = [f"{TENANT_INDEX_PREFIX}{tenant_id}\\_%" for tenant_id in tenant_ids]
     with connection.cursor() as cursor:
         cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
@@ -372,6 +375,8 @@ def postgres_memory() -> dict[str, int]:
     """Bytes of each search relation in shared buffers after the measured searches (what they kept
     hot; the OS page cache holds more), and the size of the vector graphs a search walks."""
     from django.db import connection
+
+    from knowledge.store.vector_indexes import PREFIX as TENANT_INDEX_PREFIX
 
     with connection.cursor() as cursor:
         cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_buffercache")
