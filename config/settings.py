@@ -97,6 +97,10 @@ CELERY_TASK_SOFT_TIME_LIMIT = cfg.positive_int("CELERY_TASK_SOFT_TIME_LIMIT", 84
 CELERY_TASK_ALWAYS_EAGER = cfg.boolean("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_RESULT_EXPIRES = 3600
+# Nothing reads a task's return value (progress lives in PostgreSQL); only `ping` keeps its result.
+# Sending a task that keeps one first subscribes to the result store, whose reconnect policy held every
+# send for 19 s while Redis was down.
+CELERY_TASK_IGNORE_RESULT = True
 # A broker outage must never fail (or stall) the write that enqueues a speed-up task: one quick attempt.
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
 CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2}

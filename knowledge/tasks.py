@@ -57,7 +57,7 @@ def reconcile_index() -> dict[str, object]:
     return {"ran": stats.ran, "pushed": stats.pushed, "deleted": stats.deleted, "failed": stats.failed}
 
 
-@shared_task(acks_late=True)
+@shared_task(acks_late=True, ignore_result=False)
 def ping() -> str:
     """Round trip through the broker and a worker (used by health checks and tests)."""
     return "pong"

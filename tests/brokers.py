@@ -59,18 +59,23 @@ class PrivateRedis:
 
 @contextmanager
 def broker_at(url: str) -> Iterator[None]:
-    """Point the Celery app's producers at another broker for the duration."""
-    saved = app.conf.broker_url
-    _switch(url)
+    """Point the Celery app's producers and its result store at another Redis for the duration (one
+    Redis serves both in a deployment, so an outage takes both away)."""
+    saved = app.conf.broker_url, app.conf.result_backend
+    _switch(url, url)
     try:
         yield
     finally:
-        _switch(saved)
+        _switch(*saved)
 
 
-def _switch(url: str) -> None:
+def _switch(url: str, results: str) -> None:
     celery: Any = app
     celery.conf.broker_url = url
+    celery.conf.result_backend = results
+    # The result store is built once from result_backend, cached on the app or per thread: forget it.
+    celery._backend_cache = None
+    celery._local.__dict__.pop("backend", None)
     # Producers are pooled per connection, built lazily from broker_url: forget the old ones.
     celery._pool = None
     celery.amqp._producer_pool = None

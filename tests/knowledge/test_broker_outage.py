@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from django.test import Client, override_settings
+from django.urls import reverse
 from rest_framework.test import APIClient
 
 from knowledge.models import Document
@@ -15,7 +17,7 @@ from knowledge.services.index_sync import index_reconcile, index_status
 from retrieval_backends.registry import reset_backend
 from tests.api.conftest import bearer, issue_key
 from tests.brokers import PrivateRedis, broker_at
-from tests.factories import TenantFactory, UserFactory
+from tests.factories import ConnectorFactory, TenantFactory, UserFactory
 from tests.knowledge.admin_forms import post_document_action, post_document_change
 from tests.knowledge.fake_backends import RecordingIndexBackend
 
@@ -69,3 +71,22 @@ def test_writes_succeed_with_the_broker_down_and_sync_after_it_returns(broker: P
     state = RecordingIndexBackend.states[document.pk]
     assert state.acl_tokens == () and state.is_deleted
     assert not index_status().pending
+
+
+def test_sync_now_with_the_broker_down_answers_at_once(broker: PrivateRedis, tmp_path: Path) -> None:
+    """The admin's "Sync now" tries the broker once: with Redis down it says so within seconds (the
+    result store's reconnect policy once held the page for 19 s)."""
+    connector = ConnectorFactory.create(kind="filesystem", config={"path": str(tmp_path)})
+    admin = Client()
+    admin.force_login(UserFactory.create())
+    data = {"action": "sync_now", "_selected_action": [connector.pk]}
+    url = reverse("admin:knowledge_connector_changelist")
+    broker.stop()
+    (response, seconds) = timed(lambda: admin.post(url, data, follow=True))
+    page = response.content.decode()
+    assert "0 of 1 pull connector sync(s) queued." in page and "task queue is unavailable" in page
+    assert seconds < 5
+
+    broker.start()
+    assert "1 of 1 pull connector sync(s) queued." in admin.post(url, data, follow=True).content.decode()
+    assert broker.queued("bulk") == 1
