@@ -41,6 +41,7 @@ from knowledge.selectors.identity import principal_ids
 from knowledge.selectors.scopes import (
     connectors_by_id,
     environment_by_slug,
+    identity_warnings,
     search_scope_for_key,
     tenant_for_key,
 )
@@ -141,7 +142,8 @@ class SearchView(APIView):
         ids = _external_ids(result.hits)
         hits = disclosed(result.hits, bypass_acl=data["bypass_acl"])
         results = [render_hit(h, ids, key.tenant.slug, explain=data["explain"]) for h in hits]
-        payload: dict[str, Any] = {"results": results, "count": len(results), "warnings": result.warnings}
+        warnings = [*identity_warnings(scope=scope, on_behalf_of=data.get("on_behalf_of")), *result.warnings]
+        payload: dict[str, Any] = {"results": results, "count": len(results), "warnings": warnings}
         if result.trace is not None:
             payload["trace"] = result.trace
         return Response(payload)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from knowledge.errors import InvalidInput, PermissionDenied
 from knowledge.models import ApiKey, Connector, Environment, Tenant
 from knowledge.selectors.identity import principal_tokens
-from retrieval_backends.types import SearchScope
+from retrieval_backends.types import PUBLIC_TOKEN, SearchScope
 
 
 def tenant_for_key(*, key: ApiKey, source_account_id: str | None) -> Tenant:
@@ -85,3 +85,13 @@ def search_scope_for_key(
         environment=environment,
         connector_ids=connector_ids,
     )
+
+
+def identity_warnings(*, scope: SearchScope, on_behalf_of: str | None) -> list[str]:
+    """A caller naming a user the tenant does not know (a typo, a user not synced yet) is told that only
+    public documents were searched: a known user always carries its own token."""
+    if on_behalf_of is None or scope.bypass_acl or scope.principal_tokens != frozenset({PUBLIC_TOKEN}):
+        return []
+    return [
+        f"on_behalf_of: no user {on_behalf_of!r} in this source account; only public documents were searched"
+    ]

@@ -99,9 +99,16 @@ def test_on_behalf_of_replaces_the_fixed_principal(
     assert found(post(client, "search", body)) == ["public", "secret"]
 
 
-def test_unknown_user_sees_public_only(admin_api: APIClient, corpus: None) -> None:
+def test_unknown_user_sees_public_only_and_is_warned(admin_api: APIClient, corpus: None) -> None:
     body = {"query": "ferry", "on_behalf_of": "stranger@example.com"}
-    assert found(post(admin_api, "search", body)) == ["public"]
+    response = post(admin_api, "search", body)
+    assert found(response) == ["public"]
+    assert response.json()["warnings"] == [
+        "on_behalf_of: no user 'stranger@example.com' in this source account; "
+        "only public documents were searched"
+    ]
+    known = post(admin_api, "search", {**body, "on_behalf_of": "erin@example.com"}).json()
+    assert not any("on_behalf_of" in w for w in known["warnings"])
 
 
 def test_bypass_sees_everything(admin_api: APIClient, corpus: None) -> None:
