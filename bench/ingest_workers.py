@@ -5,7 +5,10 @@ The service figure is `manage.py ingest --workers N`'s path: the corpus as inges
 worker processes (`taskset -c i celery ... -Q bulk --pool=solo`), wall time from submission to the
 last job finished. The bare figure embeds the same chunk texts in N processes pinned the same way.
 The workers use a private Redis, so a running `make run` never sees these jobs.
-Usage: python bench/ingest_workers.py [--docs 5183] [--embedder local] [--json FILE]
+With `--rounds N` the four measurements are interleaved N times (bare 1, service 1, bare 2, service 2, then
+again) and the ratios are medians of each round's: a shared machine's speed drifts by more than the
+differences measured, and neighbouring runs see the same drift.
+Usage: python bench/ingest_workers.py [--docs 5183] [--rounds 1] [--embedder local] [--json FILE]
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import multiprocessing
 import os
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -32,6 +36,7 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--docs", type=int, default=5183, help="a prefix of the corpus (SciFact has 5,183)")
     parser.add_argument("--beir", type=Path, default=SCIFACT)
+    parser.add_argument("--rounds", type=int, default=1, help="interleaved repetitions (medians reported)")
     parser.add_argument("--embedder", default="local")
     parser.add_argument("--database", default="knowledge_bench")
     parser.add_argument("--json", type=Path, default=None)
@@ -141,6 +146,31 @@ def chunk_texts(documents: list[Any]) -> list[str]:
     return [c.text for d in documents for c in chunker.chunk(ChunkSource(d.title, d.content, d.metadata))]
 
 
+def one_round(spec: str, documents: list[Any], texts: list[str], env: dict[str, str]) -> dict[str, Any]:
+    measured: dict[str, Any] = {}
+    for cores in (1, 2):
+        measured[f"bare_{cores}"] = bare(spec, texts, cores)
+        measured[f"service_{cores}"] = service(documents, cores, env)
+    rate = {name: figure["chunks_per_s"] for name, figure in measured.items()}
+    measured["service_vs_bare_1"] = round(rate["service_1"] / rate["bare_1"], 3)
+    measured["service_vs_bare_2"] = round(rate["service_2"] / rate["bare_2"], 3)
+    measured["service_2_vs_1"] = round(rate["service_2"] / rate["service_1"], 3)
+    measured["bare_2_vs_1"] = round(rate["bare_2"] / rate["bare_1"], 3)
+    return measured
+
+
+def summary(rounds: list[dict[str, Any]], documents: int, embedder: str) -> dict[str, Any]:
+    """Each figure's median over the rounds (a single round: its own figures), and every round."""
+    figures: dict[str, Any] = {"documents": documents, "embedder": embedder, "rounds": len(rounds)}
+    for name, first in rounds[0].items():
+        if isinstance(first, dict):
+            figures[f"{name}_chunks_per_s"] = statistics.median(r[name]["chunks_per_s"] for r in rounds)
+        else:
+            figures[name] = statistics.median(r[name] for r in rounds)
+    figures["each_round"] = rounds
+    return figures
+
+
 def main() -> None:
     args = parse_args()
     redis_process, redis_url = private_redis()
@@ -156,19 +186,8 @@ def main() -> None:
         }
         documents = load_documents(args.beir, args.docs)
         texts = chunk_texts(documents)
-        figures: dict[str, Any] = {"documents": len(documents), "embedder": args.embedder}
-        for cores in (1, 2):
-            figures[f"bare_{cores}"] = bare(args.embedder, texts, cores)
-            figures[f"service_{cores}"] = service(documents, cores, env)
-            figures[f"service_vs_bare_{cores}"] = round(
-                figures[f"service_{cores}"]["chunks_per_s"] / figures[f"bare_{cores}"]["chunks_per_s"], 3
-            )
-        figures["service_2_vs_1"] = round(
-            figures["service_2"]["chunks_per_s"] / figures["service_1"]["chunks_per_s"], 3
-        )
-        figures["bare_2_vs_1"] = round(
-            figures["bare_2"]["chunks_per_s"] / figures["bare_1"]["chunks_per_s"], 3
-        )
+        rounds = [one_round(args.embedder, documents, texts, env) for _ in range(max(1, args.rounds))]
+        figures = summary(rounds, len(documents), args.embedder)
         print(json.dumps(figures, indent=2))
         if args.json:
             args.json.write_text(json.dumps(figures, indent=2))

@@ -344,8 +344,9 @@ def run_interleaved(
 
 
 # --- raw SQL baseline and exact ground truth ---------------------------------------------------------------
+# The tenant's own HNSW graph without the ACL filter (its predicate matches the partial index's).
 RAW_VECTOR = (
-    f"SELECT chunk_id FROM knowledge_chunkembedding WHERE dimensions = {DIM} "
+    f"SELECT chunk_id FROM knowledge_chunkembedding WHERE tenant_id = %s AND dimensions = {DIM} "
     f"ORDER BY embedding::vector({DIM}) <=> %s::vector({DIM}) LIMIT {LIMIT}"
 )
 RAW_KEYWORD = (
@@ -423,7 +424,7 @@ def latency_paths(tenant_id: int, long_queries: bool) -> dict[str, Callable[[Any
     paths |= {
         # The lane before BM25 (and its fallback without statistics): OR query ranked by ts_rank.
         "keyword_lane_ts_rank": lambda q: ts_rank_lane(scope, q[1], ["english"], LIMIT, timeout_ms=5000),
-        "raw_vector": lambda q: sql_ids(RAW_VECTOR, [vector_text(q[0])]),
+        "raw_vector": lambda q: sql_ids(RAW_VECTOR, [tenant_id, vector_text(q[0])]),
         "raw_keyword": lambda q: raw_bm25(tenant_id, q[1]),
         "raw_keyword_ts_rank": lambda q: sql_ids(RAW_KEYWORD, [q[1]]),
     }
@@ -456,7 +457,7 @@ def measure_visibility(
     from retrieval_backends.registry import get_backend
 
     backend, scope, token = get_backend(), scope_for(tenant_id, VISIBILITY[level]), VISIBILITY[level]
-    unfiltered: Callable[[Any], Any] = lambda q: sql_ids(RAW_VECTOR, [vector_text(q[0])])  # noqa: E731
+    unfiltered: Callable[[Any], Any] = lambda q: sql_ids(RAW_VECTOR, [tenant_id, vector_text(q[0])])  # noqa: E731
     if isinstance(backend, ExternalIndex):
         unfiltered = lambda q: raw_vector(q[0], LIMIT, DIM)  # noqa: E731
     runs = run_interleaved(

@@ -18,7 +18,7 @@ from knowledge.services.api_indexing import source_payload
 from knowledge.services.jobs import job_submit
 from knowledge.services.writes import WriteStats, documents_check
 
-POLL_SECONDS = 0.5
+POLL_SECONDS = 0.25
 QUIET_SECONDS = 60  # no progress for this long: say that a bulk worker may be missing
 
 

@@ -25,6 +25,10 @@ from knowledge.services.writes import documents_write
 
 logger = logging.getLogger(__name__)
 Item = IngestJobItem
+# Guided slices: a worker takes at most this share of what is pending, so the last documents of a job
+# are shared out in ever smaller slices and the workers sharing it finish together (with full slices to
+# the end, one worker could still be embedding 16 documents while the other had nothing left).
+GUIDED_SHARE = 4
 
 
 @dataclass(frozen=True)
@@ -72,12 +76,12 @@ def _run_slice(job_id: int) -> bool:
 
 
 def _claim(job_id: int) -> list[IngestJobItem]:
-    """Lock the next pending items, up to a slice's document count and characters (at least one)."""
+    """Lock the next pending items, up to a slice's document count and characters and a guided share
+    of the pending ones (at least one)."""
+    pending = Item.objects.filter(job_id=job_id, state=Item.State.PENDING)
+    size = min(settings.KNOWLEDGE_JOB_SLICE_DOCUMENTS, -(-pending.count() // GUIDED_SHARE))
     locked = list(
-        Item.objects.filter(job_id=job_id, state=Item.State.PENDING)
-        .order_by("position")
-        .select_for_update(skip_locked=True)
-        .only("pk", "chars")[: settings.KNOWLEDGE_JOB_SLICE_DOCUMENTS]
+        pending.order_by("position").select_for_update(skip_locked=True).only("pk", "chars")[: max(1, size)]
     )
     chosen: list[int] = []
     chars = 0
