@@ -124,3 +124,24 @@ def test_inside_pushes_inline_a_write_pushes_after_its_commit_not_through_the_br
     with django_capture_on_commit_callbacks(execute=True):
         enqueue.schedule_index_sync([5])
     assert sent == [(enqueue.SYNC_DOCUMENTS, [5])] and pushed == [[1, 3]]
+
+
+@override_settings(KNOWLEDGE_JOB_SLICE_DOCUMENTS=16)
+def test_the_last_documents_of_a_job_go_out_in_ever_smaller_slices(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Guided slices: a quarter of what is pending, at most a full slice, so workers sharing a job finish
+    together instead of one embedding a full slice while the others have nothing left."""
+    from knowledge.services.jobs import run
+
+    job = submitted(TenantFactory.create(), count=40)
+    sizes: list[int] = []
+    claim = run._claim
+
+    def recorded(job_id: int) -> Any:
+        items = claim(job_id)
+        sizes.append(len(items))
+        return items
+
+    monkeypatch.setattr(run, "_claim", recorded)
+    job_run(job_id=job.pk)
+    assert sizes == [10, 8, 6, 4, 3, 3, 2, 1, 1, 1, 1, 0]
+    assert Document.objects.filter(tenant=job.tenant).count() == 40
