@@ -11,8 +11,11 @@ unless KNOWLEDGE_LOCAL_EMBEDDER_THREADS says otherwise.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
+import threading
+from typing import Any
 
 # What "0 = automatic" means for the local embedder's threads in these workers (an explicit
 # KNOWLEDGE_LOCAL_EMBEDDER_THREADS, in the environment or .env, still wins).
@@ -27,3 +30,24 @@ keepalive = 5
 accesslog = os.environ.get("GUNICORN_ACCESS_LOG") or None
 errorlog = "-"
 wsgi_app = "config.wsgi:application"
+
+
+def post_worker_init(worker: Any) -> threading.Thread:
+    """Load the search embedder in the background as each worker starts: otherwise the worker's first
+    search loads it (2.4 s with the local model), and the worker answers meanwhile."""
+    thread = threading.Thread(target=warm_up, name="embedder-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
+def warm_up() -> None:
+    from django.db import connections
+
+    from knowledge.pipeline.active import active_embedder
+
+    try:
+        active_embedder().prepare()
+    except Exception:  # the first search will load it, and report what fails
+        logging.getLogger("gunicorn.error").warning("embedder warm-up failed", exc_info=True)
+    finally:
+        connections.close_all()  # this thread's own connections, if the choice of embedder read the database

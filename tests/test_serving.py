@@ -8,6 +8,7 @@ import runpy
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,21 @@ def test_workers_embed_queries_on_one_thread_unless_told(monkeypatch: pytest.Mon
     monkeypatch.delenv("KNOWLEDGE_LOCAL_EMBEDDER_AUTO_THREADS")
     settings.KNOWLEDGE_LOCAL_EMBEDDER_THREADS = 0
     assert default_threads() == cpus
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_worker_loads_the_embedder_as_it_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    from knowledge.pipeline import active
+
+    prepared: list[str] = []
+
+    class Embedder:
+        def prepare(self) -> None:
+            prepared.append(threading.current_thread().name)
+
+    monkeypatch.setattr(active, "active_embedder", Embedder)
+    runpy.run_path(str(CONFIG))["post_worker_init"](None).join(timeout=30)
+    assert prepared == ["embedder-warm-up"]
 
 
 def test_run_script_uses_gunicorn_and_keeps_runserver_for_development() -> None:
